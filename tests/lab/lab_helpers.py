@@ -1,0 +1,76 @@
+"""Helpers for the lab integration tests: run qslab, read its JSON, run commands in hosts.
+Everything about the lab is found from `qslab status --json`, never hard-coded."""
+import json
+import os
+import re
+import statistics
+import subprocess
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+QSLAB = os.path.join(REPO, "lab", "qslab")
+
+
+def require_root(test):
+    """CI runs as root: a lab test that cannot run there must fail, not skip."""
+    if os.geteuid() != 0:
+        test.fail("lab integration tests need root (network namespaces); CI runs them as root")
+
+
+def qslab(*args, env=None, check=True, timeout=120):
+    res = subprocess.run([QSLAB, *args], capture_output=True, text=True, timeout=timeout,
+                         env=dict(os.environ, **(env or {})))
+    if check and res.returncode != 0:
+        raise AssertionError(f"qslab {' '.join(args)} failed ({res.returncode}):\n"
+                             f"{res.stdout}\n{res.stderr}")
+    return res
+
+
+def status():
+    return json.loads(qslab("status", "--json").stdout)
+
+
+def in_host(lab, host, *cmd, check=True, timeout=60):
+    res = subprocess.run(["ip", "netns", "exec", lab["hosts"][host]["netns"], *cmd],
+                         capture_output=True, text=True, timeout=timeout)
+    if check and res.returncode != 0:
+        raise AssertionError(f"[{host}] {' '.join(cmd)} failed ({res.returncode}):\n"
+                             f"{res.stdout}\n{res.stderr}")
+    return res
+
+
+def ping_rtts(lab, host, dst, count=10, interval=0.2, source=None):
+    cmd = ["ping", "-n", "-c", str(count), "-i", str(interval), "-W", "3"]
+    if source:
+        cmd += ["-I", source]
+    out = in_host(lab, host, *cmd, dst, timeout=count * interval + 30).stdout
+    return [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
+
+
+def median_rtt(lab, host, dst, **kw):
+    rtts = ping_rtts(lab, host, dst, **kw)
+    if not rtts:
+        raise AssertionError(f"no ping replies from {dst} to {host}")
+    return statistics.median(rtts)
+
+
+def live_lab_processes():
+    """Processes whose command line names the lab's daemons (for leak checks only)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            continue
+        if zombie:
+            continue
+        if re.search(r"wireguard-go -f qsw-|qs_delay_line|dnsmasq .*qslab", cmd):
+            found.append(f"{pid}: {cmd.strip()}")
+    return found
+
+
+class Summary(unittest.TextTestResult):
+    pass
