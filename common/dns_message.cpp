@@ -121,7 +121,7 @@ Result<std::string> read_dns_name(ByteReader& reader) {
     if (!out.empty()) out += '.';
     append_label(out, *label);
   }
-  if (out.empty()) out = ".";
+  if (out.empty()) out.push_back('.');  // the root (push_back: GCC 12 -Wrestrict misfires on = ".")
   (void)reader.skip(consumed);  // cannot fail: those bytes were read above
   return out;
 }
@@ -180,10 +180,12 @@ Status write_dns_name(ByteWriter& writer, std::string_view name) {
 }
 
 void write_dns_header(ByteWriter& writer, const DnsHeader& h) {
-  const auto bit = [](bool b, int shift) { return static_cast<std::uint8_t>((b ? 1 : 0) << shift); };
+  const auto bit = [](bool b, int shift) {
+    return static_cast<std::uint8_t>((b ? 1 : 0) << shift);
+  };
   writer.u16(h.id);
-  writer.u8(bit(h.qr, 7) | static_cast<std::uint8_t>((h.opcode & 0x0f) << 3) | bit(h.aa, 2) | bit(h.tc, 1) |
-            bit(h.rd, 0));
+  writer.u8(bit(h.qr, 7) | static_cast<std::uint8_t>((h.opcode & 0x0f) << 3) | bit(h.aa, 2) |
+            bit(h.tc, 1) | bit(h.rd, 0));
   writer.u8(bit(h.ra, 7) | bit(h.ad, 5) | bit(h.cd, 4) | static_cast<std::uint8_t>(h.rcode & 0x0f));
   writer.u16(h.qdcount).u16(h.ancount).u16(h.nscount).u16(h.arcount);
 }

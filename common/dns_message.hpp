@@ -47,7 +47,7 @@ inline constexpr std::uint16_t kDnsClassIn = 1;
 
 struct DnsHeader {
   std::uint16_t id = 0;
-  bool qr = false;  // false: query, true: response
+  bool qr = false;          // false: query, true: response
   std::uint8_t opcode = 0;  // 4 bits; 0 is a standard query
   bool aa = false;
   bool tc = false;

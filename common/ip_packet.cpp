@@ -15,7 +15,8 @@ Status parse_transport(IpPacket& p) {
   p.payload = p.ip_payload;
   if (!p.has_l4_header) return {};
   if (p.protocol == kIpProtoUdp) {
-    auto udp = parse_udp(p.ip_payload, p.is_fragment ? UdpExtent::first_fragment : UdpExtent::whole);
+    auto udp =
+        parse_udp(p.ip_payload, p.is_fragment ? UdpExtent::first_fragment : UdpExtent::whole);
     if (!udp) return udp.error();
     p.src_port = udp->src_port;
     p.dst_port = udp->dst_port;
@@ -105,10 +106,13 @@ bool transport_checksum_valid(const IpPacket& p) {
   std::uint32_t pseudo = 0;
   const Bytes src = p.src.octets();
   const Bytes dst = p.dst.octets();
-  for (std::size_t i = 0; i + 1 < src.size(); i += 2) pseudo += (std::uint32_t{src[i]} << 8) | src[i + 1];
-  for (std::size_t i = 0; i + 1 < dst.size(); i += 2) pseudo += (std::uint32_t{dst[i]} << 8) | dst[i + 1];
+  for (std::size_t i = 0; i + 1 < src.size(); i += 2)
+    pseudo += (std::uint32_t{src[i]} << 8) | src[i + 1];
+  for (std::size_t i = 0; i + 1 < dst.size(); i += 2)
+    pseudo += (std::uint32_t{dst[i]} << 8) | dst[i + 1];
   pseudo += p.protocol;
-  pseudo += static_cast<std::uint32_t>(segment.size() >> 16) + static_cast<std::uint32_t>(segment.size() & 0xffff);
+  pseudo += static_cast<std::uint32_t>(segment.size() >> 16) +
+            static_cast<std::uint32_t>(segment.size() & 0xffff);
   return internet_checksum(segment, pseudo) == 0;
 }
 

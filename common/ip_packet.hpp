@@ -40,15 +40,15 @@ struct IpPacket {
   IpFamily family = IpFamily::v4;
   IpAddress src;
   IpAddress dst;
-  std::uint8_t protocol = 0;  // upper-layer protocol (IPv6: after the extension chain)
-  std::uint8_t ttl = 0;       // IPv4 TTL or IPv6 hop limit
-  bool is_fragment = false;   // part of a fragmented datagram (first fragment included)
-  bool has_l4_header = true;  // false for a non-first fragment
+  std::uint8_t protocol = 0;   // upper-layer protocol (IPv6: after the extension chain)
+  std::uint8_t ttl = 0;        // IPv4 TTL or IPv6 hop limit
+  bool is_fragment = false;    // part of a fragmented datagram (first fragment included)
+  bool has_l4_header = true;   // false for a non-first fragment
   std::uint16_t src_port = 0;  // 0 unless udp or tcp is set
   std::uint16_t dst_port = 0;
   std::optional<UdpView> udp;  // set for UDP with its header present
   std::optional<TcpView> tcp;  // set for TCP with its header present
-  Bytes ip_payload;  // the bytes after the IP header(s): the whole L4 segment
+  Bytes ip_payload;            // the bytes after the IP header(s): the whole L4 segment
   // The L4 payload: UDP or TCP data; for other protocols and non-first fragments, the same
   // bytes as ip_payload. For a first fragment, only the bytes of this fragment.
   Bytes payload;

@@ -9,7 +9,8 @@ Result<Ipv4View> parse_ipv4(Bytes packet) {
   auto fixed = r.bytes(kIpv4MinHeaderLength);
   if (!fixed) {
     // Say bad_value rather than truncated when even the first byte is wrong.
-    if (!packet.empty() && ((packet[0] >> 4) != 4 || (packet[0] & 0x0f) < 5)) return Error::bad_value;
+    if (!packet.empty() && ((packet[0] >> 4) != 4 || (packet[0] & 0x0f) < 5))
+      return Error::bad_value;
     return fixed.error();
   }
   // `h` spans exactly the 20 fixed bytes: none of its reads below can fail.
@@ -36,7 +37,8 @@ Result<Ipv4View> parse_ipv4(Bytes packet) {
   if (!options) return options.error();
   v.options = *options;
   v.header = packet.first(v.header_length());
-  if (v.total_length < v.header_length() || v.total_length > packet.size()) return Error::bad_length;
+  if (v.total_length < v.header_length() || v.total_length > packet.size())
+    return Error::bad_length;
   v.payload = packet.subspan(v.header_length(), v.total_length - v.header_length());
   return v;
 }

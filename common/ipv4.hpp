@@ -16,9 +16,9 @@ inline constexpr std::size_t kIpv4MinHeaderLength = 20;
 struct Ipv4View {
   std::array<std::uint8_t, 4> src{};
   std::array<std::uint8_t, 4> dst{};
-  std::uint8_t ihl = 0;              // header length in 32-bit words, 5..15
-  std::uint8_t tos = 0;              // DSCP (6 bits) and ECN (2 bits)
-  std::uint16_t total_length = 0;    // header + payload, in bytes
+  std::uint8_t ihl = 0;            // header length in 32-bit words, 5..15
+  std::uint8_t tos = 0;            // DSCP (6 bits) and ECN (2 bits)
+  std::uint16_t total_length = 0;  // header + payload, in bytes
   std::uint16_t identification = 0;
   bool dont_fragment = false;
   bool more_fragments = false;
@@ -26,9 +26,9 @@ struct Ipv4View {
   std::uint8_t ttl = 0;
   std::uint8_t protocol = 0;          // IANA protocol number: 6 TCP, 17 UDP, ...
   std::uint16_t header_checksum = 0;  // as on the wire; not verified by the parser
-  Bytes header;   // the whole header, options included (ihl * 4 bytes)
-  Bytes options;  // the options, possibly empty; not interpreted
-  Bytes payload;  // the L4 bytes, bounded by total_length
+  Bytes header;                       // the whole header, options included (ihl * 4 bytes)
+  Bytes options;                      // the options, possibly empty; not interpreted
+  Bytes payload;                      // the L4 bytes, bounded by total_length
 
   std::size_t header_length() const { return std::size_t{ihl} * 4; }
   std::size_t fragment_offset_bytes() const { return std::size_t{fragment_offset} * 8; }

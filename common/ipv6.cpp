@@ -58,7 +58,7 @@ Result<std::uint8_t> read_extension_header(ByteReader& r, std::uint8_t type, Ipv
   if (type == nh::kFragment) {
     // Two fragment headers make the datagram ambiguous (an evasion trick): refuse them.
     if (v.fragment) return Error::bad_value;
-    length = 8;  // fixed size; its second byte is reserved
+    length = 8;                      // fixed size; its second byte is reserved
     ByteReader f(at.subspan(2, 6));  // 6 bytes: the reads below cannot fail
     const std::uint16_t offset_flags = f.u16().value_or(0);
     Ipv6Fragment frag;

@@ -47,16 +47,16 @@ struct Ipv6View {
   std::array<std::uint8_t, 16> src{};
   std::array<std::uint8_t, 16> dst{};
   std::uint8_t traffic_class = 0;
-  std::uint32_t flow_label = 0;     // 20 bits
-  std::uint16_t payload_length = 0; // bytes after the fixed header, chain included
-  std::uint8_t next_header = 0;     // the fixed header's Next Header field
+  std::uint32_t flow_label = 0;      // 20 bits
+  std::uint16_t payload_length = 0;  // bytes after the fixed header, chain included
+  std::uint8_t next_header = 0;      // the fixed header's Next Header field
   std::uint8_t hop_limit = 0;
   // The upper-layer protocol at the end of the chain (6 TCP, 17 UDP, 58 ICMPv6, 50 ESP,
   // 59 no next header); for a non-first fragment, the protocol the fragment header names.
   std::uint8_t protocol = 0;
-  std::uint8_t extension_count = 0;  // extension headers walked, fragment header included
-  Bytes extensions;  // the chain's bytes, from the end of the fixed header
-  Bytes payload;     // the bytes after the chain, bounded by payload_length
+  std::uint8_t extension_count = 0;      // extension headers walked, fragment header included
+  Bytes extensions;                      // the chain's bytes, from the end of the fixed header
+  Bytes payload;                         // the bytes after the chain, bounded by payload_length
   std::optional<Ipv6Fragment> fragment;  // present when the chain has a fragment header
 
   bool is_fragment() const { return fragment.has_value(); }

@@ -50,34 +50,35 @@ Status read_length_and_pn(ByteReader& r, QuicHeader& h) {
   return {};
 }
 
-Result<QuicHeader> parse_long_header(ByteReader& r, QuicHeader h) {
+// Fills h from the Version field on. h.first_byte is set.
+Status parse_long_header(ByteReader& r, QuicHeader& h) {
   auto version = r.u32();
   if (!version) return version.error();
   h.version = *version;
   if (h.version == kQuicVersionNegotiation) {
     h.kind = QuicPacketKind::version_negotiation;
-    if (Status s = read_cids(r, h, 255); !s) return s.error();
-    if (Status s = read_version_negotiation(r, h); !s) return s.error();
+    if (Status s = read_cids(r, h, 255); !s) return s;
+    if (Status s = read_version_negotiation(r, h); !s) return s;
     h.packet = r.all();
-    return h;
+    return {};
   }
   h.type = long_packet_type(h.version, h.first_byte);
   if (!h.type) {
     h.kind = QuicPacketKind::unknown_version;
-    if (Status s = read_cids(r, h, 255); !s) return s.error();
+    if (Status s = read_cids(r, h, 255); !s) return s;
     h.packet = r.all();
-    return h;
+    return {};
   }
   h.kind = QuicPacketKind::long_header;
-  if (Status s = read_cids(r, h, kMaxCidLength); !s) return s.error();
+  if (Status s = read_cids(r, h, kMaxCidLength); !s) return s;
   if (*h.type == LongPacketType::retry) {
-    if (Status s = read_retry(r, h); !s) return s.error();
+    if (Status s = read_retry(r, h); !s) return s;
     h.packet = r.all();
-    return h;
+    return {};
   }
-  if (Status s = read_length_and_pn(r, h); !s) return s.error();
+  if (Status s = read_length_and_pn(r, h); !s) return s;
   h.packet = r.all().first(h.pn_offset + h.length);
-  return h;
+  return {};
 }
 
 }  // namespace
@@ -111,18 +112,21 @@ Result<QuicHeader> parse_quic_header(Bytes datagram_part, std::size_t short_dcid
   ByteReader r(datagram_part);
   auto first = r.u8();
   if (!first) return first.error();
-  QuicHeader h;
+  Result<QuicHeader> result{QuicHeader{}};
+  QuicHeader& h = *result;
   h.first_byte = *first;
   h.fixed_bit = has_fixed_bit(*first);
-  if (is_long_header(*first)) return parse_long_header(r, h);
-
+  if (is_long_header(*first)) {
+    if (Status s = parse_long_header(r, h); !s) return s.error();
+    return result;
+  }
   h.kind = QuicPacketKind::short_header;
   auto dcid = r.bytes(short_dcid_len);
   if (!dcid) return dcid.error();
   h.dcid = *dcid;
   h.pn_offset = r.position();
   h.packet = datagram_part;
-  return h;
+  return result;
 }
 
 Result<QuicHeader> CoalescedPackets::next() {

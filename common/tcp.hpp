@@ -31,7 +31,7 @@ struct TcpView {
   std::uint8_t data_offset = 0;  // header length in 32-bit words, 5..15
   std::uint8_t flags = 0;        // tcp_flag bits (the low 8 flag bits)
   std::uint16_t window = 0;
-  std::uint16_t checksum = 0;    // as on the wire; not verified here
+  std::uint16_t checksum = 0;  // as on the wire; not verified here
   std::uint16_t urgent_pointer = 0;
   Bytes options;  // possibly empty; not interpreted
   Bytes payload;  // everything after the header

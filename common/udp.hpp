@@ -15,7 +15,7 @@ struct UdpView {
   std::uint16_t dst_port = 0;
   std::uint16_t length = 0;    // header + payload, as on the wire
   std::uint16_t checksum = 0;  // as on the wire (0: none, IPv4 only); not verified here
-  Bytes payload;  // bounded by `length`; for a first fragment, only the bytes present
+  Bytes payload;               // bounded by `length`; for a first fragment, only the bytes present
 };
 
 // How much of the datagram the bytes are expected to hold.

@@ -24,6 +24,7 @@ from .shell import LabError, run, ns
 QUEUE_BASE = 1  # queue numbers: QUEUE_BASE + index of the link in topology.LINKS
 DELAY_HOST = "inet"
 ENV_DELAY_LINE = "QSLAB_DELAY_LINE"
+RT_PRIORITY = int(__import__("os").environ.get("QSLAB_DELAY_RT_PRIORITY", "20"))  # 0: off
 
 
 def find_delay_line():
@@ -86,6 +87,9 @@ def start_delay_line(profile, procs, max_held=None):
         argv += ["--queue", spec]
     if max_held:
         argv += ["--max-held", str(max_held)]
+    # Real-time priority: netem works in softirq context, ahead of every process; without
+    # it, delays grow tails of several ms whenever the machine is busy (lab/README.md).
+    argv += ["--rt-priority", str(RT_PRIORITY)]
     argv += ["--stats-file", state.path("delay_line.stats.json")]
     n = topo.netns(DELAY_HOST)
     proc = state.start_daemon("delay_line", n, argv)

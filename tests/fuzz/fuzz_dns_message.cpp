@@ -51,7 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Bytes input(data, size);
   if (auto m = quicstep::common::parse_dns_message(input)) check_round_trip(*m);
   if (auto frame = quicstep::common::parse_dns_tcp_frame(input)) {
-    if (frame->frame_length != frame->message.size() + 2 || frame->frame_length > size) __builtin_trap();
+    if (frame->frame_length != frame->message.size() + 2 || frame->frame_length > size)
+      __builtin_trap();
     (void)quicstep::common::parse_dns_message(frame->message);
   }
   if (size > 0) read_name_at(input, 12 + data[size - 1] % 64);

@@ -5,7 +5,6 @@ import os
 import re
 import statistics
 import subprocess
-import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QSLAB = os.path.join(REPO, "lab", "qslab")
@@ -55,22 +54,24 @@ def median_rtt(lab, host, dst, **kw):
 
 
 def live_lab_processes():
-    """Processes whose command line names the lab's daemons (for leak checks only)."""
+    """The lab's daemons still running, recognised by their program name (argv[0]) and
+    arguments: wireguard-go on a qsw- interface, qs_delay_line, dnsmasq with the lab's
+    state dir. For leak checks only."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
             with open(f"/proc/{pid}/stat") as f:
                 zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
         except OSError:
             continue
-        if zombie:
+        if zombie or not argv:
             continue
-        if re.search(r"wireguard-go -f qsw-|qs_delay_line|dnsmasq .*qslab", cmd):
-            found.append(f"{pid}: {cmd.strip()}")
+        prog = os.path.basename(argv[0])
+        if (prog == "qs_delay_line"
+                or (prog == "wireguard-go" and any(a.startswith("qsw-") for a in argv[1:]))
+                or (prog == "dnsmasq" and any("qslab" in a for a in argv[1:]))):
+            found.append(f"{pid}: {' '.join(argv)}")
     return found
 
-
-class Summary(unittest.TextTestResult):
-    pass

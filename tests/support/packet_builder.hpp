@@ -110,19 +110,40 @@ class PacketBuilder {
     dst_.assign(dst.begin(), dst.end());
     return *this;
   }
-  PacketBuilder& ipv4(std::string_view src, std::string_view dst) { return ipv4(ipv4_addr(src), ipv4_addr(dst)); }
+  PacketBuilder& ipv4(std::string_view src, std::string_view dst) {
+    return ipv4(ipv4_addr(src), ipv4_addr(dst));
+  }
   PacketBuilder& ipv6(Ipv6Addr src, Ipv6Addr dst) {
     version_ = 6;
     src_.assign(src.begin(), src.end());
     dst_.assign(dst.begin(), dst.end());
     return *this;
   }
-  PacketBuilder& ipv6(std::string_view src, std::string_view dst) { return ipv6(ipv6_addr(src), ipv6_addr(dst)); }
-  PacketBuilder& ttl(std::uint8_t v) { ttl_ = v; return *this; }  // IPv6: hop limit
-  PacketBuilder& tos(std::uint8_t v) { tos_ = v; return *this; }  // IPv6: traffic class
-  PacketBuilder& flow_label(std::uint32_t v) { flow_label_ = v & 0xfffff; return *this; }
-  PacketBuilder& ip_id(std::uint16_t v) { ip_id_ = v; return *this; }
-  PacketBuilder& dont_fragment(bool v = true) { dont_fragment_ = v; return *this; }
+  PacketBuilder& ipv6(std::string_view src, std::string_view dst) {
+    return ipv6(ipv6_addr(src), ipv6_addr(dst));
+  }
+  // IPv4 TTL; IPv6 hop limit.
+  PacketBuilder& ttl(std::uint8_t v) {
+    ttl_ = v;
+    return *this;
+  }
+  // IPv4 TOS; IPv6 traffic class.
+  PacketBuilder& tos(std::uint8_t v) {
+    tos_ = v;
+    return *this;
+  }
+  PacketBuilder& flow_label(std::uint32_t v) {
+    flow_label_ = v & 0xfffff;
+    return *this;
+  }
+  PacketBuilder& ip_id(std::uint16_t v) {
+    ip_id_ = v;
+    return *this;
+  }
+  PacketBuilder& dont_fragment(bool v = true) {
+    dont_fragment_ = v;
+    return *this;
+  }
   // IPv4 options, zero-padded (End of Options List) to a multiple of 4 bytes.
   PacketBuilder& ipv4_options(ByteVec options) {
     ipv4_options_ = std::move(options);
@@ -149,14 +170,17 @@ class PacketBuilder {
   // --- IPv6 extension headers, in call order. `body` is what follows the Next Header and
   // length bytes; it is zero-padded (Pad1 options) to make the header a multiple of 8. ---
   PacketBuilder& hop_by_hop(ByteVec options = {}) { return extension(0, std::move(options)); }
-  PacketBuilder& destination_options(ByteVec options = {}) { return extension(60, std::move(options)); }
+  PacketBuilder& destination_options(ByteVec options = {}) {
+    return extension(60, std::move(options));
+  }
   PacketBuilder& routing(std::uint8_t type, std::uint8_t segments_left, ByteVec data = {}) {
     ByteVec body{type, segments_left};
     body.insert(body.end(), data.begin(), data.end());
     return extension(43, std::move(body));
   }
   // Authentication header (RFC 4302): its length counts 4-byte units, minus 2.
-  PacketBuilder& authentication(std::uint32_t spi, std::uint32_t seq, ByteVec icv = ByteVec(12, 0)) {
+  PacketBuilder& authentication(std::uint32_t spi, std::uint32_t seq,
+                                ByteVec icv = ByteVec(12, 0)) {
     ByteVec h{0, 0, 0, 0};  // next header and length, filled in at build; reserved
     put32(h, spi);
     put32(h, seq);
@@ -196,10 +220,24 @@ class PacketBuilder {
     dport_ = dst_port;
     return *this;
   }
-  PacketBuilder& seq(std::uint32_t v) { seq_ = v; return *this; }
-  PacketBuilder& ack(std::uint32_t v) { ack_ = v; return *this; }  // the number only: see flags()
-  PacketBuilder& flags(std::uint8_t v) { flags_ = v; return *this; }  // all flags, tcp::k* bits
-  PacketBuilder& window(std::uint16_t v) { window_ = v; return *this; }
+  PacketBuilder& seq(std::uint32_t v) {
+    seq_ = v;
+    return *this;
+  }
+  // The acknowledgment number only; set the ACK bit with flags().
+  PacketBuilder& ack(std::uint32_t v) {
+    ack_ = v;
+    return *this;
+  }
+  // All flags at once, as tcp::k* bits.
+  PacketBuilder& flags(std::uint8_t v) {
+    flags_ = v;
+    return *this;
+  }
+  PacketBuilder& window(std::uint16_t v) {
+    window_ = v;
+    return *this;
+  }
   // TCP options, zero-padded (End of Option List) to a multiple of 4 bytes.
   PacketBuilder& tcp_options(ByteVec options) {
     tcp_options_ = std::move(options);
@@ -213,19 +251,49 @@ class PacketBuilder {
     protocol_ = p;
     return *this;
   }
-  PacketBuilder& payload(std::span<const std::uint8_t> p) { payload_.assign(p.begin(), p.end()); return *this; }
-  PacketBuilder& payload(std::string_view text) { payload_ = bytes_of(text); return *this; }
+  PacketBuilder& payload(std::span<const std::uint8_t> p) {
+    payload_.assign(p.begin(), p.end());
+    return *this;
+  }
+  PacketBuilder& payload(std::string_view text) {
+    payload_ = bytes_of(text);
+    return *this;
+  }
   // Bytes after the IP datagram (Ethernet padding): not counted in any length.
-  PacketBuilder& trailer(ByteVec t) { trailer_ = std::move(t); return *this; }
+  PacketBuilder& trailer(ByteVec t) {
+    trailer_ = std::move(t);
+    return *this;
+  }
 
   // --- Lies, for negative tests ---
-  PacketBuilder& ipv4_ihl(std::uint8_t v) { ihl_lie_ = v; return *this; }
-  PacketBuilder& ipv4_total_length(std::uint16_t v) { length_lie_ = v; return *this; }
-  PacketBuilder& ipv6_payload_length(std::uint16_t v) { length_lie_ = v; return *this; }
-  PacketBuilder& version(std::uint8_t v) { version_lie_ = v; return *this; }
-  PacketBuilder& udp_length(std::uint16_t v) { udp_length_lie_ = v; return *this; }
-  PacketBuilder& udp_checksum(std::uint16_t v) { checksum_lie_ = v; return *this; }
-  PacketBuilder& tcp_data_offset(std::uint8_t v) { data_offset_lie_ = v; return *this; }
+  PacketBuilder& ipv4_ihl(std::uint8_t v) {
+    ihl_lie_ = v;
+    return *this;
+  }
+  PacketBuilder& ipv4_total_length(std::uint16_t v) {
+    length_lie_ = v;
+    return *this;
+  }
+  PacketBuilder& ipv6_payload_length(std::uint16_t v) {
+    length_lie_ = v;
+    return *this;
+  }
+  PacketBuilder& version(std::uint8_t v) {
+    version_lie_ = v;
+    return *this;
+  }
+  PacketBuilder& udp_length(std::uint16_t v) {
+    udp_length_lie_ = v;
+    return *this;
+  }
+  PacketBuilder& udp_checksum(std::uint16_t v) {
+    checksum_lie_ = v;
+    return *this;
+  }
+  PacketBuilder& tcp_data_offset(std::uint8_t v) {
+    data_offset_lie_ = v;
+    return *this;
+  }
 
   // The UDP or TCP segment alone (the payload alone for other protocols), with its checksum
   // for the addresses set so far.
@@ -288,7 +356,8 @@ class PacketBuilder {
     std::uint32_t sum = checksum::add(0, src_);
     sum = checksum::add(sum, dst_);
     sum += protocol_;
-    sum += static_cast<std::uint32_t>(seg.size() >> 16) + static_cast<std::uint32_t>(seg.size() & 0xffff);
+    sum += static_cast<std::uint32_t>(seg.size() >> 16) +
+           static_cast<std::uint32_t>(seg.size() & 0xffff);
     std::uint16_t c = checksum::finish(checksum::add(sum, seg));
     if (transport_ == Transport::udp && c == 0) c = 0xffff;  // 0 means "no checksum" in UDP
     if (transport_ == Transport::udp && checksum_lie_) c = *checksum_lie_;
@@ -299,12 +368,13 @@ class PacketBuilder {
   ByteVec ipv4_header(std::size_t l4_size) const {
     ByteVec h;
     const auto words = static_cast<std::uint8_t>(5 + ipv4_options_.size() / 4);
-    h.push_back(static_cast<std::uint8_t>(version_lie_.value_or(4) << 4 | (ihl_lie_.value_or(words) & 0x0f)));
+    h.push_back(static_cast<std::uint8_t>(version_lie_.value_or(4) << 4 |
+                                          (ihl_lie_.value_or(words) & 0x0f)));
     h.push_back(tos_);
     put16(h, length_lie_.value_or(static_cast<std::uint16_t>(words * 4 + l4_size)));
     put16(h, ip_id_);
-    put16(h, static_cast<std::uint16_t>((dont_fragment_ ? 0x4000 : 0) | (more_fragments_ ? 0x2000 : 0) |
-                                        (frag_offset_ & 0x1fff)));
+    put16(h, static_cast<std::uint16_t>((dont_fragment_ ? 0x4000 : 0) |
+                                        (more_fragments_ ? 0x2000 : 0) | (frag_offset_ & 0x1fff)));
     h.push_back(ttl_);
     h.push_back(protocol_);
     put16(h, 0);
@@ -321,10 +391,12 @@ class PacketBuilder {
     ByteVec chain;
     for (std::size_t i = 0; i < chain_.size(); ++i) {
       chain.push_back(i + 1 < chain_.size() ? chain_[i + 1].type : protocol_);
-      chain.insert(chain.end(), chain_[i].after_next_header.begin(), chain_[i].after_next_header.end());
+      chain.insert(chain.end(), chain_[i].after_next_header.begin(),
+                   chain_[i].after_next_header.end());
     }
     ByteVec h;
-    put32(h, static_cast<std::uint32_t>(version_lie_.value_or(6)) << 28 | std::uint32_t{tos_} << 20 | flow_label_);
+    put32(h, static_cast<std::uint32_t>(version_lie_.value_or(6)) << 28 |
+                 std::uint32_t{tos_} << 20 | flow_label_);
     put16(h, length_lie_.value_or(static_cast<std::uint16_t>(chain.size() + l4_size)));
     h.push_back(chain_.empty() ? protocol_ : chain_.front().type);
     h.push_back(ttl_);

@@ -32,8 +32,18 @@ const char* const kDigTcpOpenTestA =
 
 // A header with `qdcount` questions, then `rest`.
 ByteVec message(std::uint16_t qdcount, const ByteVec& rest) {
-  ByteVec m = {0x12, 0x34, 0x01, 0x00, static_cast<std::uint8_t>(qdcount >> 8), static_cast<std::uint8_t>(qdcount),
-               0, 0, 0, 0, 0, 0};
+  ByteVec m = {0x12,
+               0x34,
+               0x01,
+               0x00,
+               static_cast<std::uint8_t>(qdcount >> 8),
+               static_cast<std::uint8_t>(qdcount),
+               0,
+               0,
+               0,
+               0,
+               0,
+               0};
   m.insert(m.end(), rest.begin(), rest.end());
   return m;
 }
@@ -104,7 +114,8 @@ TEST(DnsMessage, RoundTrips) {
       "bytes\\000\\255\\032.test",
       std::string(63, 'x') + ".test",
       // 255 bytes in wire form: 3 labels of 63, one of 61, and the root.
-      std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." + std::string(61, 'd'),
+      std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
+          std::string(61, 'd'),
   };
   for (const std::string& name : names) {
     DnsMessage in = make_dns_query(0xbeef, name, dns_type::kHttps);
@@ -155,7 +166,8 @@ TEST(DnsMessage, EncoderRejectsBadNames) {
       {"bad\\256", Error::bad_value},
       {"trailing\\", Error::bad_value},
       // 256 bytes in wire form.
-      {std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." + std::string(62, 'd'),
+      {std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
+           std::string(62, 'd'),
        Error::limit_exceeded},
   };
   for (const auto& [name, error] : cases) {
@@ -188,9 +200,15 @@ TEST(DnsMessage, EveryTruncationIsATypedError) {
 TEST(DnsMessage, FollowsCompressionPointers) {
   // Question 1: open.test at offset 12. Question 2: "www" then a pointer to offset 12.
   // Question 3: a bare pointer to question 2's name (offset 27).
-  const ByteVec msg = message(3, cat({label(4, 'o'), label(4, 't'), {0}, kTypeA,  //
-                                      label(3, 'w'), {0xc0, 12}, kTypeA,         //
-                                      {0xc0, 27}, {0, 28, 0, 1}}));
+  const ByteVec msg = message(3, cat({label(4, 'o'),
+                                      label(4, 't'),
+                                      {0},
+                                      kTypeA,  //
+                                      label(3, 'w'),
+                                      {0xc0, 12},
+                                      kTypeA,  //
+                                      {0xc0, 27},
+                                      {0, 28, 0, 1}}));
   auto m = parse_dns_message(msg);
   ASSERT_TRUE(m.ok()) << to_string(m.error());
   ASSERT_EQ(m->questions.size(), 3u);
@@ -219,7 +237,9 @@ TEST(DnsMessage, RejectsPointerLoops) {
       // Offset 12: "a", then a pointer to offset 12 again: back into its own run of labels.
       {"loop through a label", message(1, cat({label(1), {0xc0, 12}, kTypeA})), Error::bad_value},
       // Question 2 points back to question 1, whose pointer leads forward to question 2.
-      {"two-name loop", message(2, cat({label(1), {0xc0, 20}, kTypeA, label(1), {0xc0, 12}, kTypeA})), Error::bad_value},
+      {"two-name loop",
+       message(2, cat({label(1), {0xc0, 20}, kTypeA, label(1), {0xc0, 12}, kTypeA})),
+       Error::bad_value},
       {"pointer cut short", message(1, {0xc0}), Error::truncated},
       {"pointer past the end", message(1, cat({{0xff, 0xff}, kTypeA})), Error::bad_value},
   };
@@ -265,9 +285,11 @@ TEST(DnsMessage, RejectsBadLabelsAndLongNames) {
   const Case cases[] = {
       {"label type 0x40 (64 bytes)", message(1, cat({label(64), {0}, kTypeA})), Error::bad_value},
       {"label type 0x80", message(1, cat({{0x80, 'a', 0}, kTypeA})), Error::bad_value},
-      {"256-byte name", message(1, cat({long_name, label(62), {0}, kTypeA})), Error::limit_exceeded},
+      {"256-byte name", message(1, cat({long_name, label(62), {0}, kTypeA})),
+       Error::limit_exceeded},
       {"long through a pointer",
-       message(2, cat({long_name, {0}, kTypeA, label(63), {0xc0, 12}, kTypeA})), Error::limit_exceeded},
+       message(2, cat({long_name, {0}, kTypeA, label(63), {0xc0, 12}, kTypeA})),
+       Error::limit_exceeded},
       {"label past the end", message(1, {5, 'a', 'b'}), Error::truncated},
       {"no type", message(1, {0, 0, 1}), Error::truncated},
       {"too many questions", message(kDnsMaxQuestions + 1, {}), Error::limit_exceeded},

@@ -155,6 +155,41 @@ TEST(InitialDecrypt, RfcPacketsDecryptToPublishedPayloads) {
   }
 }
 
+// draft-ietf-quic-tls-29 Appendix A: secrets, the client mask, the server Initial.
+TEST(InitialDraft29, MatchesDraftVectors) {
+  const Vec dcid = from_hex(testing::kRfcDcid);
+  auto client = derive_initial_keys(kQuicDraft29, dcid, Perspective::client);
+  auto server = derive_initial_keys(kQuicDraft29, dcid, Perspective::server);
+  ASSERT_TRUE(client.ok() && server.ok());
+  EXPECT_EQ(to_vec(client->secret), from_hex(testing::kD29ClientSecret));
+  EXPECT_EQ(to_vec(server->secret), from_hex(testing::kD29ServerSecret));
+  const Vec sample = from_hex(testing::kD29ClientSample);
+  EXPECT_EQ(to_vec(header_protection_mask(client->hp, std::span<const std::uint8_t, 16>(sample))),
+            from_hex(testing::kD29ClientMask));
+
+  const Vec pkt = from_hex(testing::kD29ServerInitial);
+  auto h = parse_quic_header(pkt, 0);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->version, kQuicDraft29);
+  Vec out(pkt.size());
+  auto d = decrypt_initial(*h, *server, std::nullopt, out);
+  ASSERT_TRUE(d.ok()) << to_string(d.error());
+  EXPECT_EQ(d->packet_number, 1u);
+  EXPECT_EQ(to_vec(d->header), from_hex(testing::kD29ServerUnprotectedHeader));
+  EXPECT_EQ(to_vec(d->payload), from_hex(testing::kD29ServerPayload));
+
+  const Vec scid = from_hex(testing::kRfcServerScid);
+  const Vec payload = from_hex(testing::kD29ServerPayload);
+  InitialPacketSpec spec;
+  spec.scid = scid;
+  spec.packet_number = 1;
+  spec.pn_length = 2;
+  spec.payload = payload;
+  auto built = protect_initial(spec, *server);
+  ASSERT_TRUE(built.ok());
+  EXPECT_EQ(*built, pkt);
+}
+
 // The client's own DCID is in its packet: a censor needs nothing else.
 TEST(InitialDecrypt, ClientInitialWithKeysFromItsOwnDcid) {
   const Vec pkt = from_hex(testing::kV1ClientInitial);

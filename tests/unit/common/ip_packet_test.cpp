@@ -98,48 +98,88 @@ TEST(IpPacket, ParsesCapturedTcpSegments) {
 // The builder reproduces the kernel's bytes, checksums included.
 TEST(IpPacket, BuilderMatchesCapturedPackets) {
   const auto udp4 = from_hex(kCapturedUdp4Query);
-  const auto built4 = PacketBuilder().ipv4("198.18.53.1", "198.18.53.53").ip_id(0x5ccd).udp(46148, 53)
-                          .payload(Bytes(udp4).subspan(28)).build();
+  const auto built4 = PacketBuilder()
+                          .ipv4("198.18.53.1", "198.18.53.53")
+                          .ip_id(0x5ccd)
+                          .udp(46148, 53)
+                          .payload(Bytes(udp4).subspan(28))
+                          .build();
   EXPECT_EQ(built4, udp4);
 
   const auto udp6 = from_hex(kCapturedUdp6Query);
-  const auto built6 = PacketBuilder().ipv6("2001:db8:53::1", "2001:db8:53::53").flow_label(0x84bbf)
-                          .udp(45636, 53).payload(Bytes(udp6).subspan(48)).build();
+  const auto built6 = PacketBuilder()
+                          .ipv6("2001:db8:53::1", "2001:db8:53::53")
+                          .flow_label(0x84bbf)
+                          .udp(45636, 53)
+                          .payload(Bytes(udp6).subspan(48))
+                          .build();
   EXPECT_EQ(built6, udp6);
 
   const auto query = from_hex(kCapturedTcpQuery);
-  const auto built_tcp = PacketBuilder().ipv4("198.18.53.1", "198.18.53.53").ip_id(0x9586).dont_fragment()
-                             .tcp(44229, 53).seq(1801568287).ack(3642736738).flags(tf::kAck | tf::kPsh).window(64)
+  const auto built_tcp = PacketBuilder()
+                             .ipv4("198.18.53.1", "198.18.53.53")
+                             .ip_id(0x9586)
+                             .dont_fragment()
+                             .tcp(44229, 53)
+                             .seq(1801568287)
+                             .ack(3642736738)
+                             .flags(tf::kAck | tf::kPsh)
+                             .window(64)
                              .tcp_options(from_hex("0101 080a 5a64 2aff d9af 54c2"))
-                             .payload(Bytes(query).subspan(52)).build();
+                             .payload(Bytes(query).subspan(52))
+                             .build();
   EXPECT_EQ(built_tcp, query);
 }
 
 TEST(IpPacket, BuiltChecksumsVerify) {
   const std::vector<std::vector<std::uint8_t>> packets = {
       PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").udp(1, 2).payload("odd").build(),
-      PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").tcp(1, 2).flags(tf::kSyn).tcp_options({2, 4, 5, 0xb4}).build(),
+      PacketBuilder()
+          .ipv4("198.18.0.1", "198.18.1.1")
+          .tcp(1, 2)
+          .flags(tf::kSyn)
+          .tcp_options({2, 4, 5, 0xb4})
+          .build(),
       PacketBuilder().ipv6("2001:db8::1", "2001:db8::2").udp(1, 2).payload("odd").build(),
-      PacketBuilder().ipv6("2001:db8::1", "2001:db8::2").hop_by_hop().tcp(1, 2).payload("even").build(),
+      PacketBuilder()
+          .ipv6("2001:db8::1", "2001:db8::2")
+          .hop_by_hop()
+          .tcp(1, 2)
+          .payload("even")
+          .build(),
   };
   for (const auto& pkt : packets) {
     auto p = parse_ip_packet(pkt);
     ASSERT_TRUE(p.ok());
     EXPECT_TRUE(transport_checksum_valid(*p));
   }
-  auto bad = PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").udp(1, 2).payload("x").udp_checksum(0x1234).build();
+  auto bad = PacketBuilder()
+                 .ipv4("198.18.0.1", "198.18.1.1")
+                 .udp(1, 2)
+                 .payload("x")
+                 .udp_checksum(0x1234)
+                 .build();
   auto p = parse_ip_packet(bad);
   ASSERT_TRUE(p.ok());
   EXPECT_FALSE(transport_checksum_valid(*p));
   // IPv4 UDP checksum 0: "no checksum", accepted.
-  bad = PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").udp(1, 2).payload("x").udp_checksum(0).build();
+  bad = PacketBuilder()
+            .ipv4("198.18.0.1", "198.18.1.1")
+            .udp(1, 2)
+            .payload("x")
+            .udp_checksum(0)
+            .build();
   p = parse_ip_packet(bad);
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(transport_checksum_valid(*p));
 }
 
 TEST(IpPacket, OtherProtocolsHaveNoPorts) {
-  const auto icmp = PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").protocol(1).payload(from_hex("0800 f7ff")).build();
+  const auto icmp = PacketBuilder()
+                        .ipv4("198.18.0.1", "198.18.1.1")
+                        .protocol(1)
+                        .payload(from_hex("0800 f7ff"))
+                        .build();
   auto p = parse_ip_packet(icmp);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->protocol, 1);
@@ -152,8 +192,13 @@ TEST(IpPacket, OtherProtocolsHaveNoPorts) {
 
 TEST(IpPacket, Fragments) {
   // First fragment of a large UDP datagram: ports known, payload partial.
-  auto first = PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").fragment(0, true, 5).udp(40000, 53)
-                   .payload("start").udp_length(1000).build();
+  auto first = PacketBuilder()
+                   .ipv4("198.18.0.1", "198.18.1.1")
+                   .fragment(0, true, 5)
+                   .udp(40000, 53)
+                   .payload("start")
+                   .udp_length(1000)
+                   .build();
   auto p = parse_ip_packet(first);
   ASSERT_TRUE(p.ok()) << to_string(p.error());
   EXPECT_TRUE(p->is_fragment);
@@ -163,10 +208,18 @@ TEST(IpPacket, Fragments) {
   EXPECT_FALSE(transport_checksum_valid(*p));
 
   // A later fragment carries no ports, on IPv4 and IPv6.
-  for (const auto& later : {PacketBuilder().ipv4("198.18.0.1", "198.18.1.1").fragment(100, false, 5).protocol(17)
-                                .payload(from_hex("9c40 0035 6d69 6464 6c65")).build(),
-                            PacketBuilder().ipv6("2001:db8::1", "2001:db8::2").fragment(100, false, 5).protocol(17)
-                                .payload(from_hex("9c40 0035 6d69 6464 6c65")).build()}) {
+  for (const auto& later : {PacketBuilder()
+                                .ipv4("198.18.0.1", "198.18.1.1")
+                                .fragment(100, false, 5)
+                                .protocol(17)
+                                .payload(from_hex("9c40 0035 6d69 6464 6c65"))
+                                .build(),
+                            PacketBuilder()
+                                .ipv6("2001:db8::1", "2001:db8::2")
+                                .fragment(100, false, 5)
+                                .protocol(17)
+                                .payload(from_hex("9c40 0035 6d69 6464 6c65"))
+                                .build()}) {
     p = parse_ip_packet(later);
     ASSERT_TRUE(p.ok()) << to_string(p.error());
     EXPECT_TRUE(p->is_fragment);
@@ -178,7 +231,12 @@ TEST(IpPacket, Fragments) {
   }
 
   // An IPv6 atomic fragment (offset 0, no more) holds a whole datagram.
-  auto atomic = PacketBuilder().ipv6("2001:db8::1", "2001:db8::2").fragment(0, false, 5).udp(1, 443).payload("q").build();
+  auto atomic = PacketBuilder()
+                    .ipv6("2001:db8::1", "2001:db8::2")
+                    .fragment(0, false, 5)
+                    .udp(1, 443)
+                    .payload("q")
+                    .build();
   p = parse_ip_packet(atomic);
   ASSERT_TRUE(p.ok());
   EXPECT_FALSE(p->is_fragment);
@@ -188,14 +246,23 @@ TEST(IpPacket, Fragments) {
 
 TEST(IpPacket, EveryTruncationIsATypedError) {
   const std::vector<std::vector<std::uint8_t>> packets = {
-      from_hex(kCapturedUdp4Query), from_hex(kCapturedUdp6Query), from_hex(kCapturedTcpSyn),
-      PacketBuilder().ipv6("2001:db8::1", "2001:db8::2").hop_by_hop().fragment(0, true, 1).tcp(1, 2).payload("x").build(),
+      from_hex(kCapturedUdp4Query),
+      from_hex(kCapturedUdp6Query),
+      from_hex(kCapturedTcpSyn),
+      PacketBuilder()
+          .ipv6("2001:db8::1", "2001:db8::2")
+          .hop_by_hop()
+          .fragment(0, true, 1)
+          .tcp(1, 2)
+          .payload("x")
+          .build(),
   };
   for (const auto& pkt : packets) {
     for (std::size_t n = 0; n < pkt.size(); ++n) {
       auto p = parse_ip_packet(Bytes(pkt).first(n));
       ASSERT_FALSE(p.ok()) << "prefix " << n;
-      EXPECT_TRUE(p.error() == Error::truncated || p.error() == Error::bad_length) << to_string(p.error());
+      EXPECT_TRUE(p.error() == Error::truncated || p.error() == Error::bad_length)
+          << to_string(p.error());
     }
     EXPECT_TRUE(parse_ip_packet(pkt).ok());
   }
@@ -210,11 +277,18 @@ TEST(IpPacket, RejectsBadPackets) {
   const Case cases[] = {
       {"empty", {}, Error::truncated},
       {"version 5", {0x55, 0, 0, 0}, Error::unsupported},
-      {"version 0", PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").version(0).build(), Error::unsupported},
-      {"IHL 3", PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").ipv4_ihl(3).udp(1, 2).build(), Error::bad_value},
-      {"UDP length lies", PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").udp(1, 2).udp_length(99).build(), Error::bad_length},
-      {"UDP header cut", PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").protocol(17).payload("abc").build(), Error::truncated},
-      {"TCP data offset 4", PacketBuilder().ipv6("::1", "::2").tcp(1, 2).tcp_data_offset(4).build(), Error::bad_value},
+      {"version 0", PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").version(0).build(),
+       Error::unsupported},
+      {"IHL 3", PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").ipv4_ihl(3).udp(1, 2).build(),
+       Error::bad_value},
+      {"UDP length lies",
+       PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").udp(1, 2).udp_length(99).build(),
+       Error::bad_length},
+      {"UDP header cut",
+       PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").protocol(17).payload("abc").build(),
+       Error::truncated},
+      {"TCP data offset 4", PacketBuilder().ipv6("::1", "::2").tcp(1, 2).tcp_data_offset(4).build(),
+       Error::bad_value},
   };
   for (const Case& c : cases) {
     auto p = parse_ip_packet(c.packet);

@@ -12,12 +12,25 @@ namespace {
 using test::PacketBuilder;
 
 std::vector<std::uint8_t> udp_packet() {
-  return PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").ttl(61).ip_id(0x1234).udp(40000, 53).payload("hello").build();
+  return PacketBuilder()
+      .ipv4("198.18.0.1", "198.18.1.2")
+      .ttl(61)
+      .ip_id(0x1234)
+      .udp(40000, 53)
+      .payload("hello")
+      .build();
 }
 
 TEST(Ipv4, ParsesHeaderFields) {
-  const auto pkt = PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").ttl(61).tos(0xb8).ip_id(0x1234)
-                       .dont_fragment().udp(40000, 53).payload("hello").build();
+  const auto pkt = PacketBuilder()
+                       .ipv4("198.18.0.1", "198.18.1.2")
+                       .ttl(61)
+                       .tos(0xb8)
+                       .ip_id(0x1234)
+                       .dont_fragment()
+                       .udp(40000, 53)
+                       .payload("hello")
+                       .build();
   auto v = parse_ipv4(pkt);
   ASSERT_TRUE(v.ok()) << to_string(v.error());
   EXPECT_EQ(v->src, (std::array<std::uint8_t, 4>{198, 18, 0, 1}));
@@ -41,8 +54,12 @@ TEST(Ipv4, ParsesHeaderFields) {
 
 TEST(Ipv4, ExposesAndSkipsOptions) {
   // Router Alert (RFC 2113): 94 04 00 00.
-  const auto pkt = PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").ipv4_options({0x94, 0x04, 0x00, 0x00})
-                       .udp(1, 2).payload("x").build();
+  const auto pkt = PacketBuilder()
+                       .ipv4("198.18.0.1", "198.18.1.2")
+                       .ipv4_options({0x94, 0x04, 0x00, 0x00})
+                       .udp(1, 2)
+                       .payload("x")
+                       .build();
   auto v = parse_ipv4(pkt);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->ihl, 6);
@@ -55,7 +72,11 @@ TEST(Ipv4, ExposesAndSkipsOptions) {
 }
 
 TEST(Ipv4, IgnoresTrailingPadding) {
-  const auto pkt = PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").udp(1, 2).trailer({0, 0, 0, 0, 0, 0}).build();
+  const auto pkt = PacketBuilder()
+                       .ipv4("198.18.0.1", "198.18.1.2")
+                       .udp(1, 2)
+                       .trailer({0, 0, 0, 0, 0, 0})
+                       .build();
   auto v = parse_ipv4(pkt);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->total_length, 28);
@@ -63,7 +84,8 @@ TEST(Ipv4, IgnoresTrailingPadding) {
 }
 
 TEST(Ipv4, FragmentFields) {
-  const auto first = PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").fragment(0, true, 77).udp(1, 2).build();
+  const auto first =
+      PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").fragment(0, true, 77).udp(1, 2).build();
   auto v = parse_ipv4(first);
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(v->more_fragments);
@@ -72,8 +94,12 @@ TEST(Ipv4, FragmentFields) {
   EXPECT_TRUE(v->is_fragment());
   EXPECT_TRUE(v->has_l4_header());
 
-  const auto later = PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").fragment(185, false, 77).protocol(17)
-                         .payload("middle").build();
+  const auto later = PacketBuilder()
+                         .ipv4("198.18.0.1", "198.18.1.2")
+                         .fragment(185, false, 77)
+                         .protocol(17)
+                         .payload("middle")
+                         .build();
   v = parse_ipv4(later);
   ASSERT_TRUE(v.ok());
   EXPECT_FALSE(v->more_fragments);
@@ -85,8 +111,12 @@ TEST(Ipv4, FragmentFields) {
 }
 
 TEST(Ipv4, EveryTruncationIsATypedError) {
-  for (const auto& pkt : {udp_packet(), PacketBuilder().ipv4("1.2.3.4", "5.6.7.8").ipv4_options(std::vector<std::uint8_t>(40, 1))
-                                            .tcp(1, 2).payload("abc").build()}) {
+  for (const auto& pkt : {udp_packet(), PacketBuilder()
+                                            .ipv4("1.2.3.4", "5.6.7.8")
+                                            .ipv4_options(std::vector<std::uint8_t>(40, 1))
+                                            .tcp(1, 2)
+                                            .payload("abc")
+                                            .build()}) {
     for (std::size_t n = 0; n < pkt.size(); ++n) {
       auto v = parse_ipv4(Bytes(pkt).first(n));
       ASSERT_FALSE(v.ok()) << "prefix " << n;
@@ -103,7 +133,9 @@ TEST(Ipv4, RejectsBadValues) {
     std::vector<std::uint8_t> packet;
     Error error;
   };
-  const auto base = [] { return PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").udp(1, 2).payload("data"); };
+  const auto base = [] {
+    return PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").udp(1, 2).payload("data");
+  };
   const Case cases[] = {
       {"IHL 4", base().ipv4_ihl(4).build(), Error::bad_value},
       {"IHL 0", base().ipv4_ihl(0).build(), Error::bad_value},
@@ -112,7 +144,8 @@ TEST(Ipv4, RejectsBadValues) {
       {"version 0", base().version(0).build(), Error::bad_value},
       {"IHL past the data", base().ipv4_ihl(15).payload("").build(), Error::truncated},
       {"total length < header", base().ipv4_total_length(19).build(), Error::bad_length},
-      {"total length < IHL", base().ipv4_options({1, 1, 1, 1}).ipv4_total_length(22).build(), Error::bad_length},
+      {"total length < IHL", base().ipv4_options({1, 1, 1, 1}).ipv4_total_length(22).build(),
+       Error::bad_length},
       {"total length > data", base().ipv4_total_length(33).build(), Error::bad_length},
       {"total length 0xffff", base().ipv4_total_length(0xffff).build(), Error::bad_length},
       {"empty", {}, Error::truncated},
@@ -126,7 +159,12 @@ TEST(Ipv4, RejectsBadValues) {
 
 TEST(Ipv4, TotalLengthShorterThanDataBoundsThePayload) {
   // A total length that lies short is consistent on its own: the rest counts as padding.
-  const auto pkt = PacketBuilder().ipv4("198.18.0.1", "198.18.1.2").udp(1, 2).payload("data").ipv4_total_length(24).build();
+  const auto pkt = PacketBuilder()
+                       .ipv4("198.18.0.1", "198.18.1.2")
+                       .udp(1, 2)
+                       .payload("data")
+                       .ipv4_total_length(24)
+                       .build();
   auto v = parse_ipv4(pkt);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->payload.size(), 4u);

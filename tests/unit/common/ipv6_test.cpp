@@ -19,7 +19,8 @@ PacketBuilder v6() {
 }
 
 TEST(Ipv6, ParsesFixedHeader) {
-  const auto pkt = v6().tos(0x2e).flow_label(0xabcde).ttl(33).udp(40000, 443).payload("quic").build();
+  const auto pkt =
+      v6().tos(0x2e).flow_label(0xabcde).ttl(33).udp(40000, 443).payload("quic").build();
   auto v = parse_ipv6(pkt);
   ASSERT_TRUE(v.ok()) << to_string(v.error());
   EXPECT_EQ(v->src, test::ipv6_addr("2001:db8::1"));
@@ -43,7 +44,9 @@ TEST(Ipv6, WalksTheExtensionChain) {
                        .routing(4, 0, std::vector<std::uint8_t>(20, 0))
                        .authentication(0x1000, 7)
                        .destination_options()
-                       .tcp(40000, 443).payload("x").build();
+                       .tcp(40000, 443)
+                       .payload("x")
+                       .build();
   auto v = parse_ipv6(pkt);
   ASSERT_TRUE(v.ok()) << to_string(v.error());
   EXPECT_EQ(v->next_header, nh::kHopByHop);
@@ -68,7 +71,8 @@ TEST(Ipv6, AuthenticationHeaderUsesFourByteUnits) {
 }
 
 TEST(Ipv6, FirstFragmentKeepsWalking) {
-  const auto pkt = v6().fragment(0, true, 0xdeadbeef).destination_options().udp(5353, 53).payload("dns").build();
+  const auto pkt =
+      v6().fragment(0, true, 0xdeadbeef).destination_options().udp(5353, 53).payload("dns").build();
   auto v = parse_ipv6(pkt);
   ASSERT_TRUE(v.ok());
   ASSERT_TRUE(v->fragment.has_value());
@@ -85,7 +89,10 @@ TEST(Ipv6, FirstFragmentKeepsWalking) {
 TEST(Ipv6, NonFirstFragmentHasNoL4Header) {
   // The bytes after the fragment header look like a destination-options header, but in a
   // non-first fragment they are the middle of the datagram: the walk must stop.
-  const auto pkt = v6().fragment(181, false, 9).protocol(nh::kDestinationOptions).payload(test::from_hex("1100 6d69 6464 6c65")).build();
+  const auto pkt = v6().fragment(181, false, 9)
+                       .protocol(nh::kDestinationOptions)
+                       .payload(test::from_hex("1100 6d69 6464 6c65"))
+                       .build();
   auto v = parse_ipv6(pkt);
   ASSERT_TRUE(v.ok());
   ASSERT_TRUE(v->fragment.has_value());
@@ -116,7 +123,8 @@ TEST(Ipv6, IgnoresTrailingBytes) {
 }
 
 TEST(Ipv6, EveryTruncationIsATypedError) {
-  const auto pkt = v6().hop_by_hop().fragment(0, true, 1).destination_options().udp(1, 2).payload("abc").build();
+  const auto pkt =
+      v6().hop_by_hop().fragment(0, true, 1).destination_options().udp(1, 2).payload("abc").build();
   for (std::size_t n = 0; n < pkt.size(); ++n) {
     auto v = parse_ipv6(Bytes(pkt).first(n));
     ASSERT_FALSE(v.ok()) << "prefix " << n;
@@ -150,15 +158,21 @@ TEST(Ipv6, RejectsBadChains) {
   const Case cases[] = {
       {"version 4", v6().version(4).udp(1, 2).build(), Error::bad_value},
       {"version 4, short input", std::vector<std::uint8_t>{0x45, 0}, Error::bad_value},
-      {"hop-by-hop not first", v6().destination_options().hop_by_hop().udp(1, 2).build(), Error::bad_value},
-      {"two fragment headers", v6().fragment(0, true, 1).fragment(0, true, 2).udp(1, 2).build(), Error::bad_value},
-      {"header length past payload", v6().raw_extension(nh::kDestinationOptions, {0x10, 0, 0, 0, 0, 0, 0}).udp(1, 2).build(),
+      {"hop-by-hop not first", v6().destination_options().hop_by_hop().udp(1, 2).build(),
+       Error::bad_value},
+      {"two fragment headers", v6().fragment(0, true, 1).fragment(0, true, 2).udp(1, 2).build(),
+       Error::bad_value},
+      {"header length past payload",
+       v6().raw_extension(nh::kDestinationOptions, {0x10, 0, 0, 0, 0, 0, 0}).udp(1, 2).build(),
        Error::bad_length},
-      {"AH length past payload", v6().raw_extension(nh::kAuthentication, {0xff, 0, 0, 0, 0, 0, 0}).build(),
+      {"AH length past payload",
+       v6().raw_extension(nh::kAuthentication, {0xff, 0, 0, 0, 0, 0, 0}).build(),
        Error::bad_length},
-      {"extension header under 8 bytes", v6().raw_extension(nh::kRouting, {0, 0, 0}).build(), Error::bad_length},
+      {"extension header under 8 bytes", v6().raw_extension(nh::kRouting, {0, 0, 0}).build(),
+       Error::bad_length},
       {"payload length > data", v6().udp(1, 2).ipv6_payload_length(9).build(), Error::bad_length},
-      {"payload length cuts the chain", v6().hop_by_hop().udp(1, 2).ipv6_payload_length(4).build(), Error::bad_length},
+      {"payload length cuts the chain", v6().hop_by_hop().udp(1, 2).ipv6_payload_length(4).build(),
+       Error::bad_length},
       {"empty", {}, Error::truncated},
   };
   for (const Case& c : cases) {

@@ -1,5 +1,6 @@
-// Published QUIC packet-protection vectors, verbatim from RFC 9001 Appendix A and RFC 9369
-// Appendix A (hex as printed there; from_hex skips the spaces). All use the client-chosen
+// Published QUIC packet-protection vectors, verbatim from RFC 9001 Appendix A, RFC 9369
+// Appendix A and draft-ietf-quic-tls-29 Appendix A (hex as printed there; from_hex skips the
+// spaces). All use the client-chosen
 // DCID 8394c8f03e515708. Shared by the unit tests and the benchmarks.
 #pragma once
 
@@ -200,6 +201,28 @@ inline constexpr std::string_view kV2ServerInitial =
 inline constexpr std::string_view kV2Retry =
     "cf6b3343cf0008f067a5502a4262b574 6f6b656ec8646ce8bfe33952d9555436"
     "65dcc7b6";
+
+// --- draft-ietf-quic-tls-29 (version 0xff00001d), Appendix A of that draft ---
+
+inline constexpr std::string_view kD29ClientSecret =
+    "0088119288f1d866733ceeed15ff9d50 902cf82952eee27e9d4d4918ea371d87";
+inline constexpr std::string_view kD29ServerSecret =
+    "006f881359244dd9ad1acf85f595bad6 7c13f9f5586f5e64e1acae1d9ea8f616";
+inline constexpr std::string_view kD29ClientSample = "fb66bc5f93032b7ddd89fe0ff15d9c4f";
+inline constexpr std::string_view kD29ClientMask = "d64a952459";
+inline constexpr std::string_view kD29ServerPayload =
+    "0d0000000018410a020000560303eefc e7f7b37ba1d1632e96677825ddf73988"
+    "cfc79825df566dc5430b9a045a120013 0100002e00330024001d00209d3c940d"
+    "89690b84d08a60993c144eca684d1081 287c834d5311bcf32bb9da1a002b0002"
+    "0304";
+inline constexpr std::string_view kD29ServerUnprotectedHeader =
+    "c1ff00001d0008f067a5502a4262b50040740001";
+inline constexpr std::string_view kD29ServerInitial =
+    "caff00001d0008f067a5502a4262b500 4074aaf2f007823a5d3a1207c86ee491"
+    "32824f0465243d082d868b107a38092b c80528664cbf9456ebf27673fb5fa506"
+    "1ab573c9f001b81da028a00d52ab00b1 5bebaa70640e106cf2acd043e9c6b441"
+    "1c0a79637134d8993701fe779e58c2fe 753d14b0564021565ea92e57bc6faf56"
+    "dfc7a40870e6";
 
 // The client Initial's payload: the CRYPTO frame, then zeros to 1162 bytes.
 inline std::vector<std::uint8_t> rfc_client_payload() {

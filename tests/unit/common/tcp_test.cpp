@@ -19,8 +19,13 @@ PacketBuilder tcp() {
 }
 
 TEST(Tcp, ParsesHeaderFields) {
-  const auto seg = tcp().seq(0x01020304).ack(0xa0b0c0d0).flags(tf::kAck | tf::kPsh).window(512)
-                       .payload("\x16\x03\x01").build_transport();
+  const auto seg = tcp()
+                       .seq(0x01020304)
+                       .ack(0xa0b0c0d0)
+                       .flags(tf::kAck | tf::kPsh)
+                       .window(512)
+                       .payload("\x16\x03\x01")
+                       .build_transport();
   auto v = parse_tcp(seg);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->src_port, 40000);
@@ -42,13 +47,17 @@ TEST(Tcp, ParsesHeaderFields) {
 
 TEST(Tcp, FlagsAreIndependentBits) {
   const std::pair<std::uint8_t, bool (TcpView::*)() const> flags[] = {
-      {tf::kSyn, &TcpView::syn}, {tf::kFin, &TcpView::fin}, {tf::kRst, &TcpView::rst},
-      {tf::kPsh, &TcpView::psh}, {tf::kAck, &TcpView::ack_flag}};
+      {tf::kSyn, &TcpView::syn},
+      {tf::kFin, &TcpView::fin},
+      {tf::kRst, &TcpView::rst},
+      {tf::kPsh, &TcpView::psh},
+      {tf::kAck, &TcpView::ack_flag}};
   for (const auto& [bit, getter] : flags) {
     auto v = parse_tcp(tcp().flags(bit).build_transport());
     ASSERT_TRUE(v.ok());
     EXPECT_EQ(v->flags, bit);
-    for (const auto& [other_bit, other] : flags) EXPECT_EQ(((*v).*other)(), other_bit == bit) << int(bit);
+    for (const auto& [other_bit, other] : flags)
+      EXPECT_EQ(((*v).*other)(), other_bit == bit) << int(bit);
   }
   // The library's bit values agree with the builder's.
   EXPECT_EQ(tcp_flag::kSyn, tf::kSyn);
@@ -57,7 +66,11 @@ TEST(Tcp, FlagsAreIndependentBits) {
 
 TEST(Tcp, SkipsOptions) {
   // MSS 1460, SACK permitted, window scale 7, padded to 12 bytes.
-  const auto seg = tcp().flags(tf::kSyn).tcp_options({2, 4, 0x05, 0xb4, 4, 2, 3, 3, 7}).payload("p").build_transport();
+  const auto seg = tcp()
+                       .flags(tf::kSyn)
+                       .tcp_options({2, 4, 0x05, 0xb4, 4, 2, 3, 3, 7})
+                       .payload("p")
+                       .build_transport();
   auto v = parse_tcp(seg);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->data_offset, 8);
@@ -68,7 +81,8 @@ TEST(Tcp, SkipsOptions) {
 }
 
 TEST(Tcp, EveryTruncationIsATypedError) {
-  const auto seg = tcp().tcp_options(std::vector<std::uint8_t>(40, 1)).build_transport();  // data offset 15
+  const auto seg =
+      tcp().tcp_options(std::vector<std::uint8_t>(40, 1)).build_transport();  // data offset 15
   ASSERT_EQ(seg.size(), 60u);
   for (std::size_t n = 0; n < seg.size(); ++n) {
     auto v = parse_tcp(Bytes(seg).first(n));
