@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "common/byte_reader.hpp"
 #include "common/error.hpp"

@@ -23,6 +23,8 @@ packages=(
   # the router and the lab
   libnetfilter-queue-dev libmnl-dev nftables iptables iproute2 wireguard-tools wireguard-go
   libbpf-dev bpftool dnsmasq-base tcpdump tshark iperf3 openssl
+  # the lab tests: ping and dig inside namespaces
+  iputils-ping dnsutils
   # plots and the compose file check
   python3 python3-matplotlib docker-compose
 )

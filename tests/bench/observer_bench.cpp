@@ -49,7 +49,7 @@ void BM_ObserveChromiumClientHello(benchmark::State& state) {
     HandshakeObserver observer;
     for (auto& p : hello_packets) hellos += observer.observe(p, Timestamp{}).client_hello.has_value();
   }
-  if (hellos != state.iterations()) state.SkipWithError("ClientHello not found in every iteration");
+  if (hellos != static_cast<std::size_t>(state.iterations())) state.SkipWithError("ClientHello not found in every iteration");
 }
 BENCHMARK(BM_ObserveChromiumClientHello);
 
