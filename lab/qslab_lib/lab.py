@@ -1,5 +1,6 @@
 """up / down / status: the lab's steps in order, with cleanup on failure."""
 import os
+import shutil
 import sys
 import time
 
@@ -75,7 +76,6 @@ def down(quiet=False):
     netns.delete_all()
     wireguard.remove_stale_sockets()
     dns.down()
-    import shutil
     shutil.rmtree(state.STATE_DIR, ignore_errors=True)
     if not quiet:
         _log("down: lab removed")

@@ -113,7 +113,8 @@ def full_vpn_enabled():
 
 
 def remove_stale_sockets():
-    """Removes our interfaces' UAPI sockets when no process listens on them any more."""
+    """Removes our interfaces' UAPI sockets. Called by down after our wireguard-go
+    processes are gone; a socket left then is stale (a killed process cannot unlink it)."""
     for ifname in (topo.CHANNEL.client_if, topo.CHANNEL.provider_if):
         sock = os.path.join(UAPI_DIR, f"{ifname}.sock")
         if os.path.exists(sock):

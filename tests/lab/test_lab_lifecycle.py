@@ -1,6 +1,7 @@
 """Lab lifecycle tests (root): down leaves nothing behind, two up/down cycles in a row
 leave nothing behind, and a failure half-way through up cleans up after itself."""
 import os
+import shutil
 import subprocess
 import unittest
 
@@ -43,12 +44,17 @@ class LifecycleTest(unittest.TestCase):
 
     def test_up_removes_leftovers_of_a_crashed_run(self):
         qslab("up", "--profile", "default")
-        # A crash: the state stays, and up runs again without a down.
+        # A crash: up runs again without a down, the state still there...
         qslab("up", "--profile", "none")
         st = status()
         self.assertTrue(st["running"], st)
         self.assertEqual(st["profile"]["name"], "none")
         self.assertEqual(len([p for p in live_lab_processes() if "wireguard-go" in p]), 2)
+        # ... and with the state dir lost too: down still finds everything by name.
+        shutil.rmtree(st["state_dir"])
+        qslab("up", "--profile", "default")
+        self.assertEqual(len([p for p in live_lab_processes() if "wireguard-go" in p]), 2)
+        shutil.rmtree(status()["state_dir"])
         qslab("down")
         self.assertNothingLeft()
 
