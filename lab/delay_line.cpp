@@ -190,35 +190,44 @@ void write_stats(const Runtime& rt, const std::string& file) {
   std::rename((file + ".tmp").c_str(), file.c_str());
 }
 
-int run(const Options& opt) {
-  std::vector<QueueConfig> queues;
-  for (const auto& spec : opt.queue_specs) {
+// Parses every --queue spec; refuses duplicates. Returns false after printing the error.
+bool parse_queues(const std::vector<std::string>& specs, std::vector<QueueConfig>& out) {
+  for (const auto& spec : specs) {
     auto parsed = parse_queue_spec(spec);
     if (!parsed.config) {
       std::fprintf(stderr, "qs_delay_line: %s\n", parsed.error.c_str());
-      return 2;
+      return false;
     }
-    for (const auto& q : queues)
+    for (const auto& q : out)
       if (q.queue == parsed.config->queue) {
         std::fprintf(stderr, "qs_delay_line: queue %u given twice: `%s'\n", q.queue, spec.c_str());
-        return 2;
+        return false;
       }
-    queues.push_back(*parsed.config);
+    out.push_back(*parsed.config);
   }
+  return true;
+}
+
+// Timer slack and scheduling: wake-ups to the microsecond, ahead of busy processes.
+void tune_scheduling(int rt_priority) {
   // Wake-ups to the nanosecond rather than the default 50 us timer slack.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   // netem runs in the kernel's softirq context, ahead of every process; a real-time
   // priority keeps this one from waiting behind busy processes on a loaded machine. It
   // sleeps in ppoll between packets, so it cannot starve the machine (and the kernel's
   // RT throttling caps it at 95% of a CPU anyway).
-  if (opt.rt_priority > 0) {
+  if (rt_priority > 0) {
     sched_param sp{};
-    sp.sched_priority = opt.rt_priority;
+    sp.sched_priority = rt_priority;
     if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
       std::fprintf(stderr, "qs_delay_line: warning: SCHED_FIFO %d: %s (running unprioritised)\n",
-                   opt.rt_priority, strerror(errno));
+                   rt_priority, strerror(errno));
   }
+}
 
+// SIGTERM and SIGINT are blocked except inside ppoll, so a signal can never slip in
+// between the stop check and the wait. Returns the mask to wait with.
+sigset_t install_signals() {
   sigset_t block, orig;
   sigemptyset(&block);
   sigaddset(&block, SIGTERM);
@@ -228,9 +237,65 @@ int run(const Options& opt) {
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
-  sigset_t wait_mask = orig;
-  sigdelset(&wait_mask, SIGTERM);
-  sigdelset(&wait_mask, SIGINT);
+  sigdelset(&orig, SIGTERM);
+  sigdelset(&orig, SIGINT);
+  return orig;
+}
+
+// Reads what is waiting (a bounded number of datagrams) and admits each packet.
+// Returns false on a fatal socket error.
+bool drain(Runtime& rt, std::vector<char>& buf) {
+  for (int i = 0; i < 64; ++i) {
+    ssize_t n = rt.sock.receive(buf);
+    if (n == 0) return true;
+    if (n < 0) {
+      if (errno == ENOBUFS) {  // do not fail on ENOBUFS: messages lost, packets not
+        ++rt.enobufs;
+        continue;
+      }
+      if (errno == EINTR) return true;
+      std::fprintf(stderr, "qs_delay_line: recv: %s\n", strerror(errno));
+      return false;
+    }
+    rt.now = monotonic_now();
+    if (mnl_cb_run(buf.data(), n, 0, rt.sock.portid(), on_packet, &rt) < 0) ++rt.bad_messages;
+  }
+  return true;
+}
+
+// Release what is due, sleep until the next due time or a packet, repeat until a signal.
+int event_loop(Runtime& rt, const std::string& stats_file, const sigset_t& wait_mask) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 16);
+  Timestamp last_stats = monotonic_now();
+  int status = 0;
+  while (!g_stop) {
+    Timestamp now = monotonic_now();
+    release(rt, now);
+    auto next = rt.dq.next_expiry();
+    std::int64_t wait_ns = next ? std::max<std::int64_t>(0, (*next - now).count()) : 1'000'000'000;
+    wait_ns = std::min<std::int64_t>(wait_ns, 1'000'000'000);
+    timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+    pollfd pfd{rt.sock.fd(), POLLIN, 0};
+    if (ppoll(&pfd, 1, &ts, &wait_mask) > 0 && !drain(rt, buf)) {
+      status = 1;
+      break;
+    }
+    if (!stats_file.empty() && (monotonic_now() - last_stats).count() > 1'000'000'000) {
+      write_stats(rt, stats_file);
+      last_stats = monotonic_now();
+    }
+  }
+  // Let everything held go before the socket closes (the kernel would drop it).
+  release(rt, Timestamp{INT64_MAX});
+  write_stats(rt, stats_file);
+  return status;
+}
+
+int run(const Options& opt) {
+  std::vector<QueueConfig> queues;
+  if (!parse_queues(opt.queue_specs, queues)) return 2;
+  tune_scheduling(opt.rt_priority);
+  sigset_t wait_mask = install_signals();
 
   DelayQueue dq(queues, opt.max_held);
   NfqSocket sock(opt.rcvbuf);
@@ -238,45 +303,7 @@ int run(const Options& opt) {
   Runtime rt{dq, sock, std::mt19937_64(opt.seed ? opt.seed : std::random_device{}())};
   std::printf("ready: %zu queue(s)\n", queues.size());
   std::fflush(stdout);
-
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 16);
-  Timestamp last_stats = monotonic_now();
-  while (!g_stop) {
-    Timestamp now = monotonic_now();
-    release(rt, now);
-    auto next = dq.next_expiry();
-    std::int64_t wait_ns = next ? std::max<std::int64_t>(0, (*next - now).count()) : 1'000'000'000;
-    wait_ns = std::min<std::int64_t>(wait_ns, 1'000'000'000);
-    timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
-    pollfd pfd{sock.fd(), POLLIN, 0};
-    int pr = ppoll(&pfd, 1, &ts, &wait_mask);
-    if (pr > 0) {
-      // Drain what is waiting, a bounded number of datagrams, then release what is due.
-      for (int i = 0; i < 64; ++i) {
-        ssize_t n = sock.receive(buf);
-        if (n == 0) break;
-        if (n < 0) {
-          if (errno == ENOBUFS) {  // do not fail on ENOBUFS: messages lost, packets not
-            ++rt.enobufs;
-            continue;
-          }
-          if (errno == EINTR) break;
-          std::fprintf(stderr, "qs_delay_line: recv: %s\n", strerror(errno));
-          return 1;
-        }
-        rt.now = monotonic_now();
-        if (mnl_cb_run(buf.data(), n, 0, sock.portid(), on_packet, &rt) < 0) ++rt.bad_messages;
-      }
-    }
-    if (!opt.stats_file.empty() && (monotonic_now() - last_stats).count() > 1'000'000'000) {
-      write_stats(rt, opt.stats_file);
-      last_stats = monotonic_now();
-    }
-  }
-  // Let everything held go before the socket closes (the kernel would drop it).
-  release(rt, Timestamp{INT64_MAX});
-  write_stats(rt, opt.stats_file);
-  return 0;
+  return event_loop(rt, opt.stats_file, wait_mask);
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ def main():
                 rows["stats"] = f.read()
         sh(QSLAB, "down")
     configured = 4.0  # ms: isp 3 ms + srv1 1 ms (profile default), client -> server
-    print("| rate | configured | added delay p50 (error) | mean | p99 − p99 base | lost |")
+    print("| rate | configured | added p50 (error) | added mean | added p99 | lost |")
     print("|---|---|---|---|---|---|")
     for rate in (1000, 10000):
         base, d = rows[("none", rate)]["owd_us"], rows[("default", rate)]

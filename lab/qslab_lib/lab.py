@@ -10,7 +10,7 @@ from .shell import LabError, run
 
 # Fault injection for the tests: QSLAB_FAIL_AT=<step> makes `up` fail at that step.
 ENV_FAIL_AT = "QSLAB_FAIL_AT"
-STEPS = ["namespaces", "links", "routes", "nat", "wireguard", "dns", "rates",
+STEPS = ["namespaces", "links", "routes", "neighbours", "nat", "wireguard", "dns", "rates",
          "delay_line", "handshake"]
 
 
@@ -38,6 +38,8 @@ def up(profile_name="default", channel_rate=None, with_dns=True, full_vpn=False)
                 netns.create_links()
             elif step == "routes":
                 netns.create_routes()
+            elif step == "neighbours":
+                netns.resolve_neighbours()
             elif step == "nat":
                 netns.create_provider_nat()
             elif step == "wireguard":

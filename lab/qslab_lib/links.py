@@ -14,7 +14,6 @@ tbf on both WireGuard interfaces (the client's egress is the upload, the provide
 download), so it shapes the inner packets, as a provider's per-user limit would.
 """
 import os
-import shutil
 import time
 
 from . import state
@@ -28,19 +27,22 @@ RT_PRIORITY = int(__import__("os").environ.get("QSLAB_DELAY_RT_PRIORITY", "20"))
 
 
 def find_delay_line():
-    """The delay-line binary: $QSLAB_DELAY_LINE, else the release or ASan build."""
+    """The delay-line binary: $QSLAB_DELAY_LINE, else the release or ASan build; when
+    neither has it (a fresh clone), builds it into build/release (only that target)."""
     if os.environ.get(ENV_DELAY_LINE):
         return os.environ[ENV_DELAY_LINE]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    for build in ("build/release", "build/asan", "build"):
+    for build in ("build/release", "build/asan"):
         cand = os.path.join(root, build, "lab", "qs_delay_line")
         if os.access(cand, os.X_OK):
             return cand
-    found = shutil.which("qs_delay_line")
-    if found:
-        return found
-    raise LabError("qs_delay_line not found: build it (cmake --build build/release) or "
-                   f"set {ENV_DELAY_LINE}")
+    print("qslab: building qs_delay_line into build/release (first use)", flush=True)
+    build = os.path.join(root, "build", "release")
+    if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+        run("cmake", "-S", root, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+            timeout=300)
+    run("cmake", "--build", build, "--target", "qs_delay_line", timeout=600)
+    return os.path.join(build, "lab", "qs_delay_line")
 
 
 def _tbf(netns, dev, rate_mbit):
@@ -103,6 +105,14 @@ def start_delay_line(profile, procs, max_held=None):
     else:
         raise LabError("delay line did not become ready: " + state.read_log("delay_line"))
     # iptables-nft's NFQUEUE target (xt): this kernel lacks nft's native queue expression.
+    # IPv6 neighbour discovery is not emulated, as ARP is not (it is not IP): a lost
+    # neighbour solicitation would stall a next hop for a second and overflow its
+    # unresolved queue, a loss that IPv4 would not see.
+    for chain in ("PREROUTING", "POSTROUTING"):
+        for icmp_type in ("router-solicitation", "router-advertisement", "neighbour-solicitation",
+                          "neighbour-advertisement", "redirect"):
+            ns(n, "ip6tables", "-w", "-t", "mangle", "-A", chain, "-p", "ipv6-icmp",
+               "--icmpv6-type", icmp_type, "-j", "RETURN")
     for l, q, _ in links:
         for tool in ("iptables", "ip6tables"):
             for chain, flag in (("PREROUTING", "-i"), ("POSTROUTING", "-o")):

@@ -44,6 +44,26 @@ def create_routes():
         run("ip", "-n", n, "-6", "route", "add", dst6, "via", via6)
 
 
+def resolve_neighbours():
+    """Pings across every link, both ways, v4 and v6, every address, so that every
+    neighbour entry is resolved before traffic starts. A first IPv6 neighbour resolution
+    sometimes took a second here (the retransmit timer): without this, the first packets
+    of a test could stall for a second. The pings run in parallel."""
+    import subprocess
+    procs = []
+    for l in topo.LINKS:
+        for src, dst_ids in ((l.a, l.b_ids), (l.b, l.a_ids)):
+            for i in dst_ids:
+                for dst in (l.v4(i), l.v6(i)):
+                    procs.append(subprocess.Popen(
+                        ["ip", "netns", "exec", topo.netns(src), "ping", "-n", "-q", "-c1", "-W3", dst],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    failed = sum(1 for p in procs if p.wait() != 0)
+    if failed:
+        from .shell import LabError
+        raise LabError(f"{failed} of {len(procs)} link neighbours did not answer a ping")
+
+
 NAT_RULES = """
 table inet qslab_nat {{
   chain postrouting {{

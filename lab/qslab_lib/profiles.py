@@ -78,6 +78,8 @@ def load(name, channel_rate_mbit=None, path=PROFILES_FILE):
     if loss >= 1:
         raise LabError(f"profile `{name}': loss must be below 1: `{loss}'")
     rate = float(raw.get("channel_rate_mbit", 0) if channel_rate_mbit is None else channel_rate_mbit)
+    if rate < 0 or rate > 100000:
+        raise LabError(f"channel rate must be 0 (unlimited) to 100000 Mbit/s: `{rate:g}'")
     links = {
         "access": LinkEmulation(0.0, float(raw.get("native_rate_mbit", 0)), 0.0),
         "isp": LinkEmulation(dc, 0.0, loss),
