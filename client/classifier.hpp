@@ -22,6 +22,9 @@
 // `native` is returned for an outbound packet only if it is an unfragmented UDP datagram to
 // a QUIC port whose first payload byte has the long-header bit clear.
 //
+// Packets are read by packet_facts.hpp: a bounds-checked fast path for the common shapes,
+// the wire library's full parser for everything else (fragments, options, extension chains).
+//
 // Inbound packets are always accepted (Path::native means "accept"); they feed the flow
 // state: the first inbound long header gives the handshake RTT (from the first outbound
 // one), and an inbound_native packet of a native_pending flow confirms its migration.
@@ -42,6 +45,7 @@
 #include "client/deadline_heap.hpp"
 #include "client/destination_cache.hpp"
 #include "client/flow_table.hpp"
+#include "client/packet_facts.hpp"
 #include "client/policy.hpp"
 #include "common/byte_reader.hpp"
 #include "common/ip_packet.hpp"
@@ -131,9 +135,17 @@ struct FlowInfo {
 class Classifier {
  public:
   // Allocates the flow table, the destination cache, the watchdog heap and the event
-  // queue. Precondition: policy passed check_policy() (policy_config.hpp) or is the default.
+  // queue. Expects a policy within the ranges parse_config() enforces (the defaults are);
+  // capacities of 0 are raised to 1, and watchdog bounds stay defined whatever they are.
   // `seed` randomises the hash tables (pass random bits in the daemon, 0 in tests).
   explicit Classifier(const Policy& policy, std::uint64_t seed = 0);
+
+  // Applies a reloaded policy (SIGHUP) and keeps every flow, its timer and the cache.
+  // Returns false, changing nothing, when a capacity, the idle timeout or the cache TTL
+  // differs: those size or shape the tables, so the caller builds a new Classifier (and
+  // treats every announced flow as forgotten). Allocates: not for the packet path. New
+  // hold and watchdog settings apply to flows from their next transition on.
+  bool update_policy(const Policy& policy);
 
   // Decides one packet. Never fails, never allocates; `now` should not go backwards.
   Decision classify(Bytes ip_packet, Direction dir, Timestamp now);
@@ -145,6 +157,8 @@ class Classifier {
   void on_expiry(Timestamp now);
 
   // Whether the frontend should pass this flow's inbound native packets (native_pending).
+  // Flow keys here and in FlowEvent are in outbound orientation: client = this host
+  // (FlowKey::from_client of an outbound packet, FlowKey::from_server of an inbound one).
   bool needs_inbound_watch(const FlowKey& flow) const;
 
   // Moves up to out.size() queued events, oldest first, into `out`; returns how many.
@@ -171,17 +185,19 @@ class Classifier {
  private:
   using Handle = FlowTable::Handle;
 
-  Decision outbound(const common::IpPacket& p, Timestamp now);
-  Decision outbound_quic(const common::IpPacket& p, Timestamp now);
+  Decision outbound(const PacketFacts& p, Timestamp now);
+  Decision outbound_quic(const PacketFacts& p, Timestamp now);
   Decision short_header(Handle h, const FlowKey& key, Timestamp now);
-  void inbound(const common::IpPacket& p, Direction dir, Timestamp now, Decision* d);
+  Decision short_header_transition(Handle h, const FlowKey& key, Timestamp now);
+  void inbound(const PacketFacts& p, Direction dir, Timestamp now, Decision* d);
   Handle find_or_create(const FlowKey& key, Timestamp now);
   void move_native(Handle h, const FlowKey& key, Timestamp now);
   void fail(Handle h, const FlowKey& key, Timestamp now);
-  void forget(const FlowKey& key, const FlowEntry& entry, Timestamp now);
+  void drop_flow(Handle h, Timestamp now);
   void push_event(FlowEvent::Kind kind, const FlowKey& key, Timestamp now, FlowEntry* entry);
   Duration watchdog_bound(const FlowEntry& e) const;
-  void count(const FlowEntry* entry, Decision d, Direction dir, std::size_t bytes);
+  void set_quic_ports();
+  void count(FlowEntry* entry, Decision d, Direction dir, std::size_t bytes);
 
   Policy policy_;
   std::array<std::uint64_t, 1024> quic_ports_{};  // a bitset of 65536 ports

@@ -8,17 +8,18 @@
 // evicts by itself: when full(), the caller erases oldest() (and learns what it evicts).
 //
 // Hash must be a callable `std::uint64_t(const Key&)`; the index stores 32 bits of it to
-// skip most key comparisons.
+// skip most key comparisons. Eq compares keys.
 #pragma once
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace quicstep::client {
 
-template <typename Key, typename Value, typename Hash>
+template <typename Key, typename Value, typename Hash, typename Eq = std::equal_to<Key>>
 class LruTable {
  public:
   using Handle = std::uint32_t;
@@ -48,7 +49,7 @@ class LruTable {
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Bucket& b = index_[i];
       if (b.slot == npos) return npos;
-      if (b.tag == tag && slots_[b.slot].key == key) return b.slot;
+      if (b.tag == tag && eq_(slots_[b.slot].key, key)) return b.slot;
     }
   }
 
@@ -98,7 +99,8 @@ class LruTable {
   const Value& value(Handle s) const { return slots_[s].value; }
 
  private:
-  struct Slot {
+  // Cache-line aligned, so that a key and the head of its value share one line.
+  struct alignas(64) Slot {
     Key key{};
     Value value{};
     Handle prev = npos;  // newer
@@ -142,6 +144,7 @@ class LruTable {
   }
 
   Hash hash_;
+  [[no_unique_address]] Eq eq_;
   std::vector<Slot> slots_;
   std::vector<Bucket> index_;
   std::size_t mask_;

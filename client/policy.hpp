@@ -82,6 +82,8 @@ struct Policy {
   // nfqueue frontend only steer DNS, TCP and QUIC ports, so this keeps the classifier and
   // the rules in agreement; such traffic (games, VoIP, WebRTC media, VPNs) carries no DNS
   // name or TLS SNI that this project protects, and its volume would load the channel.
+  // The price: QUIC to a port not listed in quic_ports (HTTP/3 on 8443 via Alt-Svc, DNS
+  // over QUIC on 853) is not protected; list such ports, or choose channel here.
   Route other_udp = Route::native;
   // IP protocols other than UDP and TCP (ICMP, ESP, GRE, ...). Default native, for the
   // same reasons as other_udp (they take the ordinary route in the kernel rules).

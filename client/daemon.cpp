@@ -1,0 +1,355 @@
+#include "client/daemon.hpp"
+
+#include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <utility>  // boost 1.74 asio/awaitable.hpp needs std::exchange
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <unordered_map>
+
+#include "client/channel.hpp"
+#include "client/classifier.hpp"
+#include "client/control_server.hpp"
+#include "client/kernel_rules.hpp"
+#include "client/nfqueue_frontend.hpp"
+#include "client/nft_rules.hpp"
+#include "client/routing.hpp"
+#include "client/status.hpp"
+
+namespace quicstep::client {
+namespace asio = boost::asio;
+
+namespace {
+
+common::Timestamp steady_now() {
+  return {std::chrono::duration_cast<std::chrono::nanoseconds>(
+              std::chrono::steady_clock::now().time_since_epoch())
+              .count()};
+}
+
+}  // namespace
+
+std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* routing) {
+  const DaemonSettings& d = config.daemon;
+  const Policy& p = config.policy;
+  r->quic_ports = p.quic_ports;
+  r->dns_to_channel = p.dns_to_channel;
+  r->tcp_to_channel = p.tcp_to_channel;
+  r->other_udp_to_channel = p.other_udp == Route::channel;
+  r->other_protocols_to_channel = p.other_protocols == Route::channel;
+  r->mark_mask = d.mark_mask;
+  r->mark_channel = d.mark_channel;
+  r->mark_native = d.mark_native;
+  // The config names two marks; the queue marks are the next values within the mask.
+  // (They route to the channel like mark_channel: a packet nobody decided is a channel one.)
+  r->mark_decide_out = (d.mark_native + 1) & d.mark_mask;
+  r->mark_decide_in = (d.mark_native + 2) & d.mark_mask;
+  r->queue_outbound = d.queue_outbound;
+  r->queue_inbound = d.queue_inbound;
+  r->channel_interface = d.channel_interface;
+  r->nat = d.addressing == Addressing::nat;
+  r->set_size = static_cast<std::uint32_t>(std::min<std::size_t>(p.flows.capacity, 1u << 20));
+  r->native_timeout = std::chrono::duration_cast<std::chrono::seconds>(p.flows.idle_timeout);
+  r->watch_timeout = std::chrono::seconds(
+      1 + std::chrono::duration_cast<std::chrono::seconds>(p.watchdog.max_timeout).count());
+  routing->channel_marks = {r->mark_channel, r->mark_decide_out};
+  routing->mark_mask = d.mark_mask;
+  routing->table = d.routing_table;
+  if (d.queue_outbound == d.queue_inbound) return "queue_outbound and queue_inbound must differ";
+  return check_spec(*r);
+}
+
+struct Daemon::Impl {
+  Config config;
+  DaemonOptions options;
+  RulesetSpec spec;
+  RoutingSpec routing_spec;
+  asio::io_context io;
+  asio::signal_set stop_signals{io, SIGTERM, SIGINT};
+  asio::signal_set hup{io, SIGHUP};
+  asio::steady_timer expiry{io};
+  std::unique_ptr<Classifier> classifier;
+  // Destroyed in reverse order: queue rules and table first, then routing, then channel.
+  Channel channel;
+  InstalledRouting routing;
+  InstalledRules rules;
+  NfqueueFrontend queue_out, queue_in;
+  std::unique_ptr<asio::posix::stream_descriptor> out_fd, in_fd;
+  std::unique_ptr<ControlServer> control;
+  // Native-set elements added recently, so that each flow costs one nft call per second at
+  // most. Bounded: cleared when full.
+  std::unordered_map<common::FlowKey, common::Timestamp, common::FlowKeyHash> recent_native;
+  std::string element_batch;
+  std::uint64_t set_updates = 0, set_update_failures = 0, reloads = 0;
+  // Kernel counters of tables replaced by reloads (a new table starts at zero).
+  std::map<std::string, KernelCounter> kernel_base;
+  common::Timestamp started = steady_now();
+
+  Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
+
+  std::string start();
+  void preload_destinations();
+  std::string open_queues();
+  void arm_queue(NfqueueFrontend& q, asio::posix::stream_descriptor& fd, bool outbound);
+  std::optional<std::uint32_t> decide_out(const QueuedPacket& p);
+  void after_burst();
+  void arm_expiry();
+  void reload();
+  nlohmann::json status();
+  std::string control_request(const std::string& request);
+};
+
+std::string Daemon::Impl::start() {
+  if (auto why = derive_specs(config, &spec, &routing_spec); !why.empty()) return why;
+  std::random_device rd;
+  classifier = std::make_unique<Classifier>(config.policy,
+                                            (std::uint64_t(rd()) << 32) | rd());
+  preload_destinations();
+  if (auto why = channel.attach(config.daemon, &spec); !why.empty()) return why;
+  // Routing first (the table exists before any packet is marked), then the queues (so
+  // that marked packets find a listener), then the table, then the queue rules.
+  if (auto why = routing.install(routing_spec); !why.empty()) return "ip rule: " + why;
+  if (auto why = open_queues(); !why.empty()) return why;
+  if (auto why = rules.install(spec); !why.empty()) return "rules: " + why;
+  control = std::make_unique<ControlServer>(
+      io, options.control_path, config.daemon.metrics_listen,
+      [this](const std::string& req) { return control_request(req); });
+  if (auto why = control->start(); !why.empty()) return why;
+  arm_queue(queue_out, *out_fd, true);
+  arm_queue(queue_in, *in_fd, false);
+  arm_expiry();
+  stop_signals.async_wait([this](const boost::system::error_code&, int sig) {
+    spdlog::info("signal {}: stopping", sig);
+    sd_notify(0, "STOPPING=1");
+    io.stop();
+  });
+  hup.async_wait([this](const boost::system::error_code& ec, int) {
+    if (!ec) reload();
+  });
+  return {};
+}
+
+// The prober's non-migrating destinations: bad lines are reported and skipped (invariant 5).
+void Daemon::Impl::preload_destinations() {
+  const std::string& path = config.daemon.destinations_file;
+  if (path.empty()) return;
+  DestinationList list = read_destination_file(path);
+  for (const auto& e : list.errors) spdlog::warn("{}:{}: {} (skipped)", path, e.line, e.message);
+  if (list.more_errors != 0) spdlog::warn("{}: {} more bad lines", path, list.more_errors);
+  const common::Timestamp now = steady_now();
+  for (const auto& d : list.destinations) {
+    classifier->destinations().add(d, NonMigratingReason::preloaded, now);
+  }
+  spdlog::info("preloaded {} non-migrating destinations from {}", list.destinations.size(), path);
+}
+
+std::string Daemon::Impl::open_queues() {
+  NfqueueOptions o;
+  o.queue = config.daemon.queue_outbound;
+  o.gso = false;  // segments decided one by one (a later segment may be a long header)
+  if (auto why = queue_out.open(o); !why.empty()) return why;
+  o.queue = config.daemon.queue_inbound;
+  o.gso = true;  // only observed: keep GRO packets whole
+  if (auto why = queue_in.open(o); !why.empty()) return why;
+  out_fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(queue_out.fd()));
+  in_fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(queue_in.fd()));
+  return {};
+}
+
+void Daemon::Impl::arm_queue(NfqueueFrontend& q, asio::posix::stream_descriptor& fd,
+                             bool outbound) {
+  fd.async_wait(asio::posix::stream_descriptor::wait_read,
+                [this, &q, &fd, outbound](const boost::system::error_code& ec) {
+                  if (ec) return;
+                  if (outbound) {
+                    q.drain([this](const QueuedPacket& p) { return decide_out(p); });
+                  } else {
+                    q.drain([this](const QueuedPacket& p) -> std::optional<std::uint32_t> {
+                      classifier->classify(p.payload, Direction::inbound_native, steady_now());
+                      return std::nullopt;  // inbound: accept, mark unchanged
+                    });
+                  }
+                  after_burst();
+                  arm_queue(q, fd, outbound);
+                });
+}
+
+std::optional<std::uint32_t> Daemon::Impl::decide_out(const QueuedPacket& p) {
+  const common::Timestamp now = steady_now();
+  const Decision d = classifier->classify(p.payload, Direction::outbound, now);
+  if (d.path != Path::native) return std::nullopt;  // pre-set mark: the channel
+  // Keep the kernel's native set in step (one nft call per flow and second at most).
+  if (auto ip = common::parse_ip_packet(p.payload); ip.ok()) {
+    const auto key = common::FlowKey::from_client(*ip);
+    auto it = recent_native.find(key);
+    if (it == recent_native.end() || now - it->second > std::chrono::seconds(1)) {
+      if (recent_native.size() >= 4096) recent_native.clear();
+      recent_native[key] = now;
+      element_batch += add_element_text(spec.table, FlowSet::native, key, spec.native_timeout);
+    }
+  }
+  return (p.mark & ~spec.mark_mask) | spec.mark_native;
+}
+
+void Daemon::Impl::after_burst() {
+  std::array<FlowEvent, 64> events;
+  while (std::size_t n = classifier->drain_events(events)) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const FlowEvent& e = events[i];
+      spdlog::debug("flow {}:{} -> {}:{} {}", e.flow.client.to_string(), e.flow.client_port,
+                    e.flow.server.to_string(), e.flow.server_port, to_string(e.kind));
+      switch (e.kind) {
+        case FlowEvent::Kind::moved_native:
+          if (config.policy.watchdog.enabled) {
+            element_batch += add_element_text(spec.table, FlowSet::watch, e.flow, spec.watch_timeout);
+          }
+          break;
+        case FlowEvent::Kind::confirmed:
+          element_batch += delete_element_text(spec.table, FlowSet::watch, e.flow);
+          break;
+        case FlowEvent::Kind::failed_back:
+          spdlog::warn("migration failed: {}:{} back on the channel", e.flow.server.to_string(),
+                       e.flow.server_port);
+          recent_native.erase(e.flow);
+          element_batch += delete_element_text(spec.table, FlowSet::native, e.flow);
+          element_batch += add_element_text(spec.table, FlowSet::channel, e.flow, spec.native_timeout);
+          break;
+        case FlowEvent::Kind::forgotten:
+          recent_native.erase(e.flow);
+          break;
+      }
+    }
+  }
+  if (!element_batch.empty()) {
+    ++set_updates;
+    set_update_failures += static_cast<std::uint64_t>(rules.apply_elements(element_batch));
+    element_batch.clear();
+  }
+  arm_expiry();
+}
+
+void Daemon::Impl::arm_expiry() {
+  const common::Timestamp next = classifier->next_expiry();
+  if (next.ns == std::numeric_limits<std::int64_t>::max()) {
+    expiry.expires_after(std::chrono::seconds(60));
+  } else {
+    expiry.expires_after(std::max(next - steady_now(), common::Duration::zero()));
+  }
+  expiry.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;  // re-armed or stopped
+    classifier->on_expiry(steady_now());
+    after_burst();
+  });
+}
+
+void Daemon::Impl::reload() {
+  ++reloads;
+  hup.async_wait([this](const boost::system::error_code& ec, int) {
+    if (!ec) reload();
+  });
+  ConfigLoad load = load_config(options.config_path);
+  if (!load.ok()) {
+    for (const auto& e : load.errors) spdlog::error("reload refused: {}", e.to_string());
+    return;
+  }
+  RulesetSpec new_spec;
+  RoutingSpec new_routing;
+  if (auto why = derive_specs(load.config, &new_spec, &new_routing); !why.empty()) {
+    spdlog::error("reload refused: {}", why);
+    return;
+  }
+  if (load.config.daemon.queue_outbound != config.daemon.queue_outbound ||
+      load.config.daemon.queue_inbound != config.daemon.queue_inbound ||
+      load.config.daemon.channel_interface != config.daemon.channel_interface ||
+      load.config.daemon.routing_table != config.daemon.routing_table) {
+    spdlog::error("reload refused: queues, channel and routing table need a restart");
+    return;
+  }
+  new_spec.exempt_v4 = spec.exempt_v4;
+  new_spec.exempt_v6 = spec.exempt_v6;
+  for (const auto& [name, k] : read_kernel_counters(spec.table)) {
+    kernel_base[name].packets += k.packets;
+    kernel_base[name].bytes += k.bytes;
+  }
+  if (auto why = rules.install(new_spec); !why.empty()) {
+    spdlog::error("reload: {}; keeping the old rules", why);
+    rules.install(spec);
+    return;
+  }
+  config = std::move(load.config);
+  spec = new_spec;
+  classifier = std::make_unique<Classifier>(config.policy);
+  preload_destinations();
+  recent_native.clear();
+  spdlog::info("reloaded {}", options.config_path);
+  sd_notify(0, "STATUS=reloaded");
+}
+
+nlohmann::json Daemon::Impl::status() {
+  StatusSnapshot s;
+  s.classifier = classifier.get();
+  s.kernel = read_kernel_counters(spec.table);
+  for (const auto& [name, k] : kernel_base) {
+    s.kernel[name].packets += k.packets;
+    s.kernel[name].bytes += k.bytes;
+  }
+  s.queue_out = queue_out.stats();
+  s.queue_in = queue_in.stats();
+  s.channel_interface = spec.channel_interface;
+  s.addressing = std::string(to_string(config.daemon.addressing));
+  s.uptime_s = std::chrono::duration<double>(steady_now() - started).count();
+  s.set_updates = set_updates;
+  s.set_update_failures = set_update_failures;
+  s.reloads = reloads;
+  return status_json(s);
+}
+
+std::string Daemon::Impl::control_request(const std::string& request) {
+  if (request == "status") return status().dump() + "\n";
+  if (request == "flows") return flows_json(*classifier, 1000).dump() + "\n";
+  if (request == "metrics") return metrics_text(status());
+  return R"({"error":"unknown request; try status, flows"})" "\n";
+}
+
+Daemon::Daemon(Config config, DaemonOptions options)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(options))) {}
+Daemon::~Daemon() = default;
+
+std::string Daemon::start() {
+  std::string why = impl_->start();
+  if (!why.empty()) {
+    // Undo in reverse order, now, before the caller reports the error.
+    impl_->rules.remove();
+    impl_->routing.remove();
+  }
+  return why;
+}
+
+int Daemon::run() {
+  sd_notify(0, "READY=1\nSTATUS=deciding");
+  spdlog::info("quicstepd running: channel {} ({}), queues {}/{}", impl_->spec.channel_interface,
+               to_string(impl_->config.daemon.addressing), impl_->spec.queue_outbound,
+               impl_->spec.queue_inbound);
+  impl_->io.run();
+  impl_->rules.remove();
+  impl_->routing.remove();
+  spdlog::info("rules and routes removed");
+  return 0;
+}
+
+std::string cleanup_everything(const Config& config) {
+  RulesetSpec spec;
+  RoutingSpec routing;
+  derive_specs(config, &spec, &routing);
+  std::string why = remove_kernel_rules(spec.table);
+  remove_routing(routing);
+  Channel::cleanup(config.daemon);
+  return why;
+}
+
+}  // namespace quicstep::client

@@ -1,0 +1,50 @@
+// Daemon: quicstepd's event loop (Boost.Asio, one thread). Installs the kernel half in a
+// fixed order — policy routing, then the nft table, then the queue rules — after opening
+// the queues, and removes it in reverse order (RAII members, destroyed in reverse). Serves:
+// the outbound queue (short headers the kernel could not decide: classifier -> native mark
+// or unchanged = channel), the inbound watch queue (answers on the native path confirm a
+// migration), the classifier's expiry timer, SIGTERM/SIGINT (clean exit), SIGHUP (reload),
+// the control socket (status JSON) and the Prometheus endpoint.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "client/policy_config.hpp"
+
+namespace quicstep::client {
+
+struct DaemonOptions {
+  std::string config_path;                               // for SIGHUP reloads
+  std::string control_path = "/run/quicstep/control.sock";
+  std::string state_dir = "/run/quicstep";
+};
+
+// The values derived from the config that the kernel half needs (unit-tested through
+// nft_rules). Errors: text, empty when fine.
+struct RulesetSpec;
+struct RoutingSpec;
+std::string derive_specs(const Config& config, RulesetSpec* rules, RoutingSpec* routing);
+
+class Daemon {
+ public:
+  Daemon(Config config, DaemonOptions options);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Installs everything; returns "" or why it could not (then nothing stays installed).
+  std::string start();
+  // Runs until SIGTERM/SIGINT; returns the exit code (0).
+  int run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// `quicstepd --cleanup`: removes the queue rules, the nft table and the ip rules that a
+// daemon with this config would have installed. Returns "" or what failed.
+std::string cleanup_everything(const Config& config);
+
+}  // namespace quicstep::client

@@ -1,0 +1,127 @@
+#include "client/kernel_rules.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "client/process.hpp"
+
+namespace quicstep::client {
+namespace {
+
+// Whether the raw table of this family has our chains (iptables-nft -S lists "-N QUICSTEP_OUT").
+bool iptables_has_chains(const char* tool) {
+  auto r = run_process({tool, "-t", "raw", "-S"});
+  return r.ok() && r.output.find("-N QUICSTEP_OUT") != std::string::npos;
+}
+
+std::string remove_iptables(const char* save_tool, const char* restore_tool) {
+  if (!iptables_has_chains(save_tool)) return {};
+  auto r = run_process({restore_tool, "--noflush"}, iptables_remove_text());
+  if (r.ok()) return {};
+  // A partial leftover (hook present, chain absent, ...): remove piece by piece.
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"-t", "raw", "-D", "OUTPUT", "-j", "QUICSTEP_OUT"},
+           {"-t", "raw", "-D", "PREROUTING", "-j", "QUICSTEP_IN"},
+           {"-t", "raw", "-F", "QUICSTEP_OUT"}, {"-t", "raw", "-F", "QUICSTEP_IN"},
+           {"-t", "raw", "-X", "QUICSTEP_OUT"}, {"-t", "raw", "-X", "QUICSTEP_IN"}}) {
+    args.insert(args.begin(), save_tool);
+    run_process(args);
+  }
+  return iptables_has_chains(save_tool) ? describe({restore_tool, "--noflush"}, r) : "";
+}
+
+// iptables-nft leaves its `raw` table behind, with empty base chains: delete it when
+// nothing but the two default policies is left (invariant 3), never when others use it.
+void remove_empty_raw_table(const char* tool, const char* family) {
+  auto r = run_process({tool, "-t", "raw", "-S"});
+  if (!r.ok()) return;
+  std::istringstream lines(r.output);
+  int other = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line != "-P PREROUTING ACCEPT" && line != "-P OUTPUT ACCEPT" && !line.empty()) ++other;
+  }
+  if (other == 0) run_process({"nft", "delete", "table", family, "raw"});
+}
+
+}  // namespace
+
+std::string remove_kernel_rules(std::string_view table) {
+  std::string why = remove_iptables("iptables-nft", "iptables-nft-restore");
+  std::string why6 = remove_iptables("ip6tables-nft", "ip6tables-nft-restore");
+  remove_empty_raw_table("iptables-nft", "ip");
+  remove_empty_raw_table("ip6tables-nft", "ip6");
+  auto r = run_process({"nft", "-f", "-"}, delete_table_text(table));
+  std::string out = why;
+  if (!why6.empty()) out += (out.empty() ? "" : "; ") + why6;
+  if (!r.ok()) out += (out.empty() ? "" : "; ") + describe({"nft", "-f", "-"}, r);
+  return out;
+}
+
+std::map<std::string, KernelCounter> parse_kernel_counters(const std::string& text) {
+  std::map<std::string, KernelCounter> out;
+  auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("nftables") || !doc["nftables"].is_array()) return out;
+  for (const auto& item : doc["nftables"]) {
+    if (!item.is_object() || !item.contains("counter")) continue;
+    const auto& c = item["counter"];
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) continue;
+    KernelCounter k;
+    if (c.contains("packets") && c["packets"].is_number_unsigned()) k.packets = c["packets"];
+    if (c.contains("bytes") && c["bytes"].is_number_unsigned()) k.bytes = c["bytes"];
+    out[c["name"].get<std::string>()] = k;
+  }
+  return out;
+}
+
+std::map<std::string, KernelCounter> read_kernel_counters(std::string_view table) {
+  auto r = run_process({"nft", "-j", "list", "counters", "table", "inet", std::string(table)});
+  if (!r.ok()) return {};
+  return parse_kernel_counters(r.output);
+}
+
+std::string InstalledRules::install(const RulesetSpec& spec) {
+  table_ = spec.table;
+  auto r = run_process({"nft", "-f", "-"}, ruleset_text(spec));
+  if (!r.ok()) {
+    // The transaction failed as a whole: an older table (if any) is untouched.
+    return describe({"nft", "-f", "-"}, r);
+  }
+  installed_ = true;
+  const char* tools[2][2] = {{"iptables-nft", "iptables-nft-restore"},
+                             {"ip6tables-nft", "ip6tables-nft-restore"}};
+  for (const auto& t : tools) {
+    // Replace: unhook the old chains first (between the two, queued marks stay unqueued
+    // and go to the channel: safe), then one transaction per family.
+    remove_iptables(t[0], t[1]);
+    auto q = run_process({t[1], "--noflush"}, iptables_install_text(spec));
+    if (!q.ok()) {
+      std::string why = describe({t[1], "--noflush"}, q);
+      remove();
+      return why;
+    }
+  }
+  return {};
+}
+
+void InstalledRules::remove() {
+  if (!installed_) return;
+  installed_ = false;
+  remove_kernel_rules(table_);
+}
+
+int InstalledRules::apply_elements(const std::string& batch) {
+  if (batch.empty() || !installed_) return 0;
+  if (run_process({"nft", "-f", "-"}, batch).ok()) return 0;
+  int failed = 0;
+  std::size_t start = 0;
+  while (start < batch.size()) {
+    std::size_t end = batch.find('\n', start);
+    if (end == std::string::npos) end = batch.size();
+    std::string line = batch.substr(start, end - start + 1);
+    if (!line.empty() && !run_process({"nft", "-f", "-"}, line).ok()) ++failed;
+    start = end + 1;
+  }
+  return failed;
+}
+
+}  // namespace quicstep::client

@@ -1,0 +1,51 @@
+// The installed kernel half: the nft table and the iptables-nft queue rules of nft_rules.hpp,
+// put in place by `nft -f` and `iptables-nft-restore --noflush` (each one atomic
+// transaction), removed by the destructor (RAII) and by remove_kernel_rules() after a
+// crash. Also the control-plane operations on the flow sets and the kernel's counters.
+// All of it spawns programs and blocks for a few ms: control plane only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "client/nft_rules.hpp"
+
+namespace quicstep::client {
+
+// Removes the table and the queue rules, present or not. Returns what failed ("" if none).
+std::string remove_kernel_rules(std::string_view table);
+
+// The named counters of the table: name -> {packets, bytes}. Errors: empty map when the
+// table is absent or nft fails.
+struct KernelCounter {
+  std::uint64_t packets = 0, bytes = 0;
+};
+std::map<std::string, KernelCounter> read_kernel_counters(std::string_view table);
+// Parses `nft -j list counters table inet T` output (unit-tested).
+std::map<std::string, KernelCounter> parse_kernel_counters(const std::string& json);
+
+class InstalledRules {
+ public:
+  InstalledRules() = default;
+  InstalledRules(const InstalledRules&) = delete;
+  InstalledRules& operator=(const InstalledRules&) = delete;
+  ~InstalledRules() { remove(); }
+
+  // Installs or atomically replaces the table, then the queue rules (v4 and v6). Empty on
+  // success, else the failing command and its output; on failure nothing of it stays.
+  std::string install(const RulesetSpec& spec);
+  void remove();
+  bool installed() const { return installed_; }
+
+  // Runs a batch of element commands (add_element_text / delete_element_text lines) in one
+  // nft transaction; when that fails (a delete of an absent element fails the whole batch),
+  // retries line by line. Returns the number of lines that failed.
+  int apply_elements(const std::string& batch);
+
+ private:
+  std::string table_;
+  bool installed_ = false;
+};
+
+}  // namespace quicstep::client

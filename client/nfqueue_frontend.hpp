@@ -1,0 +1,93 @@
+// NfqueueFrontend: one netfilter queue, on libmnl + libnetfilter_queue's nfq_nlmsg_* API.
+// Owns its netlink socket (RAII: closing it unbinds the queue; the kernel then applies the
+// rule's --queue-bypass, i.e. the pre-set channel mark).
+//
+// Configuration: copy whole packets; NFQA_CFG_F_FAIL_OPEN (a full kernel queue accepts new
+// packets with their pre-set mark — the channel — instead of dropping them); a kernel queue
+// length; SO_RCVBUFFORCE for bursts; NETLINK_NO_ENOBUFS is NOT set: overruns are reported,
+// counted and survived. GSO: the outbound queue does not set NFQA_CFG_F_GSO, so the kernel
+// segments GSO super-packets and each segment (each its own QUIC datagram, maybe a long
+// header) gets its own decision; the inbound (watch) queue sets it (only observed).
+//
+// Verdicts are collected while a burst is read and sent in one sendmsg: runs of "accept
+// unchanged" (the pre-set mark) as one NFQNL_MSG_VERDICT_BATCH, a changed mark (native) as
+// an individual verdict, never batched: a batch also releases packets whose queue message
+// was lost to ENOBUFS, and those must keep their channel mark.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/verdict_plan.hpp"
+#include "common/byte_reader.hpp"
+
+struct mnl_socket;
+
+namespace quicstep::client {
+
+struct QueuedPacket {
+  std::uint32_t id = 0;
+  common::Bytes payload;  // the IP packet
+  std::uint32_t mark = 0;
+  bool truncated = false;  // the copy is shorter than the packet (should not happen)
+};
+
+struct NfqueueStats {
+  std::uint64_t packets = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t enobufs = 0;        // receive overruns: queue messages lost
+  std::uint64_t bad_messages = 0;   // unparseable netlink messages
+  std::uint64_t verdict_errors = 0; // sendmsg failures, error acks
+  std::uint64_t batches = 0;        // verdict messages sent as batches
+};
+
+struct NfqueueOptions {
+  std::uint16_t queue = 0;
+  bool gso = false;
+  int rcvbuf = 8 << 20;            // bytes (SO_RCVBUFFORCE; SO_RCVBUF if not permitted)
+  std::uint32_t max_len = 4096;    // kernel queue length
+};
+
+class NfqueueFrontend {
+ public:
+  // Returns the new mark for a packet, or nullopt to accept it unchanged.
+  using Decide = std::function<std::optional<std::uint32_t>(const QueuedPacket&)>;
+
+  NfqueueFrontend() = default;
+  NfqueueFrontend(const NfqueueFrontend&) = delete;
+  NfqueueFrontend& operator=(const NfqueueFrontend&) = delete;
+  ~NfqueueFrontend();
+
+  // Opens, binds and configures the queue; the socket is non-blocking. Errors (the
+  // returned text): socket/bind failures, the kernel refusing the config (EPERM without
+  // CAP_NET_ADMIN; EBUSY when another process holds the queue).
+  std::string open(const NfqueueOptions& options);
+  int fd() const;
+  bool is_open() const { return nl_ != nullptr; }
+
+  // Reads what is waiting (at most max_datagrams), decides each packet, sends the
+  // verdicts. Never throws; errors are counted in stats().
+  void drain(const Decide& decide, int max_datagrams = 256);
+
+  const NfqueueStats& stats() const { return stats_; }
+
+ private:
+  std::string configure(const NfqueueOptions& options);
+  void handle_message(const void* nlh, const Decide& decide);
+  void flush();
+
+  mnl_socket* nl_ = nullptr;
+  std::uint32_t portid_ = 0;
+  std::uint16_t queue_ = 0;
+  bool lost_ = false;  // ENOBUFS seen: release lost ids before the next verdict
+  std::vector<char> rx_;
+  std::vector<char> tx_;
+  std::vector<PendingVerdict> pending_;
+  std::vector<VerdictMessage> plan_;
+  NfqueueStats stats_;
+};
+
+}  // namespace quicstep::client

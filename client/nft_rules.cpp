@@ -1,0 +1,257 @@
+#include "client/nft_rules.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+namespace quicstep::client {
+namespace {
+
+std::string hex(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", v);
+  return buf;
+}
+
+// "meta mark set meta mark & ~mask | value": keeps the bits other software owns.
+std::string set_mark(const RulesetSpec& s, std::uint32_t value) {
+  return "meta mark set meta mark & " + hex(~s.mark_mask) + " | " + hex(value);
+}
+
+std::string mark_is(const RulesetSpec& s, std::uint32_t value) {
+  return "meta mark & " + hex(s.mark_mask) + " == " + hex(value);
+}
+
+std::string port_set(const std::vector<std::uint16_t>& ports) {
+  std::string out = "{ ";
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += std::to_string(ports[i]);
+  }
+  return out + " }";
+}
+
+std::string addr_set(const std::vector<std::string>& addrs) {
+  std::string out = "{ ";
+  for (std::size_t i = 0; i < addrs.size(); ++i) out += (i ? ", " : "") + addrs[i];
+  return out + " }";
+}
+
+bool valid_name(std::string_view name, std::size_t max) {
+  if (name.empty() || name.size() > max) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.';
+  });
+}
+
+bool valid_address_text(std::string_view a) {
+  return !a.empty() && a.size() <= 64 && std::all_of(a.begin(), a.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+           c == '.' || c == ':' || c == '/';
+  });
+}
+
+void flow_sets(std::ostringstream& o, const RulesetSpec& s) {
+  const struct {
+    const char* name;
+    std::chrono::seconds timeout;
+  } sets[] = {{"native", s.native_timeout}, {"channel", s.native_timeout},
+              {"watch", s.watch_timeout}};
+  for (const auto& set : sets) {
+    for (const char* fam : {"4", "6"}) {
+      const char* addr = fam[0] == '4' ? "ipv4_addr" : "ipv6_addr";
+      o << "  set " << set.name << fam << " {\n    type " << addr << " . inet_service . "
+        << addr << " . inet_service\n    flags dynamic,timeout\n    timeout " << set.timeout.count()
+        << "s\n    size " << s.set_size << "\n  }\n";
+    }
+  }
+}
+
+void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
+  o << "  chain out_decide {\n"
+       "    type route hook output priority -310; policy accept;\n"
+       "    oifname \"lo\" return\n";
+  if (!s.exempt_v4.empty()) o << "    ip daddr " << addr_set(s.exempt_v4) << " return\n";
+  if (!s.exempt_v6.empty()) o << "    ip6 daddr " << addr_set(s.exempt_v6) << " return\n";
+  // Fragments carry no port (non-first ones) or only part of a datagram: never native.
+  o << "    ip frag-off & 0x3fff != 0 goto to_channel\n"
+       "    exthdr frag exists goto to_channel\n";
+  if (s.dns_to_channel) {
+    o << "    udp dport 53 goto to_channel\n    udp sport 53 goto to_channel\n"
+         "    tcp dport 53 goto to_channel\n    tcp sport 53 goto to_channel\n";
+  }
+  if (s.tcp_to_channel) o << "    meta l4proto tcp goto to_channel\n";
+  o << "    udp dport " << port_set(s.quic_ports) << " goto quic_out\n";
+  if (s.other_udp_to_channel) o << "    meta l4proto udp goto to_channel\n";
+  if (s.other_protocols_to_channel) {
+    o << "    meta l4proto != { tcp, udp } goto to_channel\n";
+  }
+  o << "  }\n";
+}
+
+constexpr const char* kFlow4 = "ip saddr . udp sport . ip daddr . udp dport";
+constexpr const char* kFlow6 = "ip6 saddr . udp sport . ip6 daddr . udp dport";
+
+void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
+  o << "  chain quic_out {\n"
+       "    " << set_mark(s, s.mark_channel) << "\n"
+       // Shorter than any protected short-header packet (1 + 4 + 16 sample): unparseable.
+       "    udp length < 29 return\n"
+       // Long header (first payload bit 1): the channel, decided here.
+       "    @th,64,1 1 return\n"
+       "    meta length > " << s.gso_threshold << " goto decide_out\n"
+       // A flow decided earlier: refresh its element (a live flow never expires from the
+       // set, however long it lasts; the daemon's classifier only sees queued packets).
+       "    " << kFlow4 << " @native4 update @native4 { " << kFlow4 << " } goto to_native\n"
+       "    " << kFlow6 << " @native6 update @native6 { " << kFlow6 << " } goto to_native\n"
+       "    " << kFlow4 << " @channel4 update @channel4 { " << kFlow4 << " } return\n"
+       "    " << kFlow6 << " @channel6 update @channel6 { " << kFlow6 << " } return\n"
+       "    goto decide_out\n"
+       "  }\n";
+  o << "  chain to_channel {\n    " << set_mark(s, s.mark_channel) << "\n  }\n";
+  o << "  chain to_native {\n    " << set_mark(s, s.mark_native) << "\n  }\n";
+  o << "  chain decide_out {\n    counter name \"decide_out\"\n    "
+    << set_mark(s, s.mark_decide_out) << "\n  }\n";
+}
+
+void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
+  const std::string zone = s.nat ? " ct zone set " + std::to_string(s.ct_zone) : "";
+  o << "  chain out_account {\n"
+       "    type filter hook output priority -250; policy accept;\n"
+       "    " << mark_is(s, s.mark_channel) << " counter name \"channel_out\"" << zone
+    << " accept\n"
+       // Still DECIDE_OUT here: no daemon listened (queue bypass), routed to the channel.
+       "    " << mark_is(s, s.mark_decide_out) << " counter name \"channel_out\"" << zone
+    << " accept\n"
+       "    " << mark_is(s, s.mark_native) << " counter name \"native_out\" accept\n"
+       "  }\n";
+}
+
+void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
+  const std::string zone = s.nat ? " ct zone set " + std::to_string(s.ct_zone) : "";
+  o << "  chain in_watch {\n"
+       "    type filter hook prerouting priority -310; policy accept;\n"
+       "    iifname \"" << s.channel_interface << "\" counter name \"channel_in\"" << zone
+    << " accept\n"
+       "    udp sport " << port_set(s.quic_ports) << " jump in_quic\n"
+       "  }\n"
+       "  chain in_quic {\n"
+       "    counter name \"native_in\"\n"
+       "    ip daddr . udp dport . ip saddr . udp sport @watch4 goto watch_in\n"
+       "    ip6 daddr . udp dport . ip6 saddr . udp sport @watch6 goto watch_in\n"
+       "  }\n"
+       "  chain watch_in {\n    counter name \"watch_in\"\n    "
+    << set_mark(s, s.mark_decide_in) << "\n  }\n";
+  if (s.nat) {
+    o << "  chain post_nat {\n"
+         "    type nat hook postrouting priority srcnat; policy accept;\n"
+         "    oifname \"" << s.channel_interface << "\" masquerade\n"
+         "  }\n";
+  }
+}
+
+std::string element(const common::FlowKey& f) {
+  return f.client.to_string() + " . " + std::to_string(f.client_port) + " . " +
+         f.server.to_string() + " . " + std::to_string(f.server_port);
+}
+
+std::string set_name(FlowSet set, const common::FlowKey& f) {
+  return std::string(to_string(set)) + (f.client.family == common::IpFamily::v4 ? "4" : "6");
+}
+
+}  // namespace
+
+std::string check_spec(const RulesetSpec& s) {
+  if (!valid_name(s.table, 32)) return "bad table name `" + s.table + "'";
+  if (!valid_name(s.channel_interface, 15)) {
+    return "bad channel interface name `" + s.channel_interface + "'";
+  }
+  if (s.quic_ports.empty() || s.quic_ports.size() > 64) return "1 to 64 QUIC ports needed";
+  for (auto p : s.quic_ports) {
+    if (p == 0) return "QUIC port 0 is not a port";
+  }
+  const std::uint32_t marks[] = {s.mark_channel, s.mark_native, s.mark_decide_out,
+                                 s.mark_decide_in};
+  std::set<std::uint32_t> seen;
+  for (auto m : marks) {
+    if (m == 0 || (m & ~s.mark_mask) != 0) {
+      return "mark " + hex(m) + " is zero or outside the mask " + hex(s.mark_mask);
+    }
+    if (!seen.insert(m).second) return "marks must be distinct: " + hex(m) + " repeats";
+  }
+  for (const auto& list : {s.exempt_v4, s.exempt_v6}) {
+    for (const auto& a : list) {
+      if (!valid_address_text(a)) return "bad exempt address `" + a + "'";
+    }
+  }
+  if (s.ct_zone == 0) return "conntrack zone 0 is the native zone";
+  if (s.set_size == 0 || s.native_timeout.count() <= 0 || s.watch_timeout.count() <= 0) {
+    return "set size and timeouts must be positive";
+  }
+  return {};
+}
+
+std::string ruleset_text(const RulesetSpec& s) {
+  std::ostringstream o;
+  // One transaction: create if absent, delete, create afresh. Never a moment without rules.
+  o << "table inet " << s.table << "\ndelete table inet " << s.table << "\n";
+  o << "table inet " << s.table << " {\n";
+  for (const char* c : {"channel_out", "native_out", "decide_out", "channel_in", "native_in",
+                        "watch_in"}) {
+    o << "  counter " << c << " {\n  }\n";
+  }
+  flow_sets(o, s);
+  out_decide_chain(o, s);
+  quic_out_chain(o, s);
+  out_account_chain(o, s);
+  inbound_chains(o, s);
+  o << "}\n";
+  return o.str();
+}
+
+std::string delete_table_text(std::string_view table) {
+  const std::string t(table);
+  return "table inet " + t + "\ndelete table inet " + t + "\n";
+}
+
+std::string iptables_install_text(const RulesetSpec& s) {
+  std::ostringstream o;
+  // With --noflush, a chain line for an existing user chain flushes it: re-runnable.
+  o << "*raw\n:QUICSTEP_OUT - [0:0]\n:QUICSTEP_IN - [0:0]\n"
+    << "-A QUICSTEP_OUT -m mark --mark " << hex(s.mark_decide_out) << "/" << hex(s.mark_mask)
+    << " -j NFQUEUE --queue-num " << s.queue_outbound << " --queue-bypass\n"
+    << "-A QUICSTEP_IN -m mark --mark " << hex(s.mark_decide_in) << "/" << hex(s.mark_mask)
+    << " -j NFQUEUE --queue-num " << s.queue_inbound << " --queue-bypass\n"
+    << "-I OUTPUT 1 -j QUICSTEP_OUT\n-I PREROUTING 1 -j QUICSTEP_IN\nCOMMIT\n";
+  return o.str();
+}
+
+std::string iptables_remove_text() {
+  return "*raw\n-D OUTPUT -j QUICSTEP_OUT\n-D PREROUTING -j QUICSTEP_IN\n"
+         "-F QUICSTEP_OUT\n-F QUICSTEP_IN\n-X QUICSTEP_OUT\n-X QUICSTEP_IN\nCOMMIT\n";
+}
+
+std::string_view to_string(FlowSet s) {
+  switch (s) {
+    case FlowSet::native: return "native";
+    case FlowSet::channel: return "channel";
+    case FlowSet::watch: return "watch";
+  }
+  return "?";
+}
+
+std::string add_element_text(std::string_view table, FlowSet set, const common::FlowKey& flow,
+                             std::chrono::seconds timeout) {
+  return "add element inet " + std::string(table) + " " + set_name(set, flow) + " { " +
+         element(flow) + " timeout " + std::to_string(timeout.count()) + "s }\n";
+}
+
+std::string delete_element_text(std::string_view table, FlowSet set,
+                                const common::FlowKey& flow) {
+  return "delete element inet " + std::string(table) + " " + set_name(set, flow) + " { " +
+         element(flow) + " }\n";
+}
+
+}  // namespace quicstep::client

@@ -1,0 +1,94 @@
+// nft_rules: the kernel half of quicstepd, as text. Generates the one nftables table
+// (`inet quicstep`) that decides in the kernel everything that needs no decision, and the
+// iptables-nft rules that queue the rest to the daemon (this kernel has no nft `queue`
+// expression, CONFIG_NFT_QUEUE unset; xt NFQUEUE through nft_compat works). Pure functions
+// of a RulesetSpec: no I/O here, so the text is unit-tested (tests/unit/client).
+//
+// Output path (locally generated packets), in hook order:
+//   -310 `out_decide` (type route: the kernel re-routes when the mark changes)
+//        lo, the channel's own endpoint: untouched. Fragments, DNS, TCP, QUIC long headers,
+//        UDP too short for a QUIC packet: mark CHANNEL. UDP short headers to QUIC ports:
+//        CHANNEL|..., then a flow in @native4/6 gets NATIVE, in @channel4/6 stays CHANNEL,
+//        anything else gets DECIDE_OUT (which policy routing also sends to the channel).
+//        GSO super-packets (longer than gso_threshold) always get DECIDE_OUT: later segments
+//        may be long headers, and the kernel segments them before queueing.
+//   -300 iptables raw OUTPUT: mark DECIDE_OUT -> NFQUEUE --queue-bypass (no daemon: accept
+//        with the mark unchanged, i.e. the channel). The daemon's verdict sets CHANNEL or
+//        NATIVE; nf_reinject re-routes by the new mark.
+//   -250 `out_account`: count per path; nat mode: CHANNEL and DECIDE_OUT get conntrack
+//        zone 1, so that NAT bindings of channel packets never apply to the same 5-tuple
+//        sent natively (zone 0, no NAT).
+//   srcnat `post_nat` (nat mode): out the channel interface -> masquerade (tunnel address).
+// Input path: -310 `in_watch`: from the channel interface: zone 1 (de-NAT of replies);
+//   native UDP from a QUIC port of a flow in @watch4/6 gets DECIDE_IN; iptables raw
+//   PREROUTING queues DECIDE_IN (bypass).
+// Set elements are keyed in outbound orientation: client addr . client port . server addr .
+// server port.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/flow_key.hpp"
+
+namespace quicstep::client {
+
+struct RulesetSpec {
+  std::string table = "quicstep";              // nft table name (family inet)
+  std::vector<std::uint16_t> quic_ports = {443};
+  bool dns_to_channel = true;
+  bool tcp_to_channel = true;
+  bool other_udp_to_channel = false;
+  bool other_protocols_to_channel = false;
+  std::uint32_t mark_mask = 0xff;       // the bits of the mark quicstepd owns
+  std::uint32_t mark_channel = 0x51;    // routed to the channel
+  std::uint32_t mark_native = 0x52;     // routed natively (main table)
+  std::uint32_t mark_decide_out = 0x53; // queued outbound; routed to the channel
+  std::uint32_t mark_decide_in = 0x54;  // queued inbound (watchdog)
+  std::uint16_t queue_outbound = 0;
+  std::uint16_t queue_inbound = 1;
+  std::string channel_interface = "qs-wg0";
+  bool nat = true;                       // nat addressing (false: permissive)
+  std::uint16_t ct_zone = 1;             // conntrack zone of channel packets (nat mode)
+  std::vector<std::string> exempt_v4;    // the channel's endpoint addresses: never marked
+  std::vector<std::string> exempt_v6;
+  std::uint32_t gso_threshold = 1500;    // longer UDP packets on QUIC ports are queued
+  std::uint32_t set_size = 65536;        // elements per flow set (invariant 4)
+  std::chrono::seconds native_timeout{120};  // a native-set element lives this long
+  std::chrono::seconds watch_timeout{10};    // a watch-set element lives this long
+};
+
+// Why a RulesetSpec is refused; empty when it is usable. Checks marks (non-zero, distinct,
+// within the mask), ports (1..65535, at least one, at most 64), the interface name (1..15
+// characters of [A-Za-z0-9_.-]), the table name, the exempt addresses (characters only).
+std::string check_spec(const RulesetSpec& spec);
+
+// The `nft -f` text that atomically replaces (or creates) the table: "table; delete table;
+// table { ... }" in one transaction. Precondition: check_spec(spec) is empty.
+std::string ruleset_text(const RulesetSpec& spec);
+
+// The `nft -f` text that deletes the table, present or not (one transaction).
+std::string delete_table_text(std::string_view table);
+
+// iptables-restore --noflush input (one family: ipv6 false/true) that (re)creates the
+// chains QUICSTEP_OUT and QUICSTEP_IN in table raw with the NFQUEUE rules and hooks them
+// into OUTPUT and PREROUTING, atomically. The "remove" variant unhooks and deletes them;
+// it fails when they are absent, so the caller runs it only when `iptables -t raw -S`
+// lists them.
+std::string iptables_install_text(const RulesetSpec& spec);
+std::string iptables_remove_text();
+
+// Flow sets: "native", "channel" (pinned) or "watch"; the element text of a flow in the
+// set of its family, e.g. `add element inet quicstep native4 { 198.18.1.2 . 40000 .
+// 198.18.10.10 . 443 timeout 120s }`.
+enum class FlowSet : std::uint8_t { native, channel, watch };
+std::string_view to_string(FlowSet s);
+std::string add_element_text(std::string_view table, FlowSet set, const common::FlowKey& flow,
+                             std::chrono::seconds timeout);
+std::string delete_element_text(std::string_view table, FlowSet set,
+                                const common::FlowKey& flow);
+
+}  // namespace quicstep::client

@@ -1,0 +1,85 @@
+// The quicstepd configuration file: TOML, loaded into plain structs (the classifier's
+// Policy and the daemon's own settings). client/quicstepd.example.toml documents every key.
+//
+// Refused, with file, line, column and a reason that quotes the bad value:
+//   - TOML syntax errors (toml++'s message and position);
+//   - unknown tables or keys (a typo must not be silently ignored);
+//   - a value of the wrong type, or out of its range (listed in the example file);
+//   - an enumeration value that is not one of its words ("nat" / "permissive", ...).
+// Every error found is reported, not only the first. Loading does file I/O and may allocate:
+// it is for start-up and SIGHUP, never for the packet path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/policy.hpp"
+
+namespace quicstep::client {
+
+// How packets sent to the channel are addressed (DESIGN.md invariant 2).
+enum class Addressing : std::uint8_t {
+  nat,         // rewritten to the tunnel address: works with an ordinary provider
+  permissive,  // keep the native source address: the paper's mode, needs a provider that
+               // accepts it
+};
+
+// The daemon's settings that are not classification policy.
+struct DaemonSettings {
+  // nfqueue number for outbound short headers to QUIC ports.
+  std::uint16_t queue_outbound = 0;
+  // nfqueue number for inbound packets of flows under watch.
+  std::uint16_t queue_inbound = 1;
+  // Packet mark that routes a packet into the channel (policy routing by fwmark).
+  std::uint32_t mark_channel = 0x51;
+  // Packet mark of a verdict that sends a packet on the native path.
+  std::uint32_t mark_native = 0x52;
+  // The bits of the mark quicstepd owns (other software may use the rest).
+  std::uint32_t mark_mask = 0xff;
+  // Routing table of the channel (default route via the WireGuard interface).
+  std::uint32_t routing_table = 51820;
+  // The WireGuard interface of the channel (unique machine-wide with wireguard-go).
+  std::string channel_interface = "qs-wg0";
+  // wg-quick style config to bring the channel up from; empty: the interface exists.
+  std::string wg_config;
+  Addressing addressing = Addressing::nat;
+  // Prometheus text endpoint, host:port; empty: off. Localhost by default.
+  std::string metrics_listen = "127.0.0.1:9464";
+  // The prober's non-migrating destinations to preload (destination_cache.hpp); empty: none.
+  std::string destinations_file;
+};
+
+struct Config {
+  Policy policy;
+  DaemonSettings daemon;
+};
+
+struct ConfigError {
+  std::string file;
+  std::uint32_t line = 0;    // 1-based; 0 when the error has no position (unreadable file)
+  std::uint32_t column = 0;  // 1-based; 0 when unknown
+  std::string message;
+
+  // "file:line:column: message" (position parts omitted when unknown).
+  std::string to_string() const;
+};
+
+struct ConfigLoad {
+  Config config;                    // meaningful only when ok()
+  std::vector<ConfigError> errors;  // empty when ok()
+  bool ok() const { return errors.empty(); }
+};
+
+// Parses TOML text; `file` names it in errors. Missing keys keep their defaults.
+ConfigLoad parse_config(std::string_view text, std::string_view file);
+
+// Reads and parses the file at `path`. Errors: those of parse_config, plus one error (line 0)
+// when the file cannot be read.
+ConfigLoad load_config(const std::string& path);
+
+std::string_view to_string(Addressing a);
+std::string_view to_string(Route r);
+
+}  // namespace quicstep::client

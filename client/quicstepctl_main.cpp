@@ -1,0 +1,95 @@
+// quicstepctl: asks a running quicstepd over its control socket.
+//   quicstepctl status [--json]   paths, per-path packets and bytes, load ratio, watchdog
+//   quicstepctl flows             the tracked QUIC flows (JSON)
+// Exit codes: 0 ok, 1 the daemon is not reachable, 2 bad command line.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+// One request, the whole reply; "" when the socket cannot be reached.
+std::string ask(const std::string& path, const std::string& request) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return {};
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string line = request + "\n";
+    if (::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size())) {
+      char buf[8192];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) reply.append(buf, n);
+    }
+  }
+  ::close(fd);
+  return reply;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) b /= 1000, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
+  return buf;
+}
+
+void print_human(const nlohmann::json& s) {
+  std::cout << "channel: " << s["channel"]["interface"].get<std::string>() << " ("
+            << s["channel"]["addressing"].get<std::string>() << ")\n";
+  for (const char* p : {"channel", "native"}) {
+    std::cout << "  " << p << ": " << s["paths"][p]["packets"] << " packets, "
+              << human_bytes(s["paths"][p]["bytes"].get<double>()) << "\n";
+  }
+  std::printf("  channel load ratio: %.2f%%\n", 100.0 * s["channel_load_ratio"].get<double>());
+  std::cout << "flows: " << s["flows"]["tracked"] << " tracked\n"
+            << "watchdog: " << s["watchdog"]["moved_native"] << " moved native, "
+            << s["watchdog"]["confirmed"] << " confirmed, " << s["watchdog"]["failed_back"]
+            << " failed back, " << s["watchdog"]["non_migrating_destinations"]
+            << " non-migrating destinations\n"
+            << "queues: outbound " << s["queues"]["outbound"]["packets"] << " packets ("
+            << s["queues"]["outbound"]["enobufs"] << " overruns), inbound "
+            << s["queues"]["inbound"]["packets"] << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"quicstepctl: ask quicstepd"};
+  std::string socket_path = "/run/quicstep/control.sock";
+  bool json = false;
+  app.add_option("--socket", socket_path, "control socket");
+  auto* status = app.add_subcommand("status", "paths, bytes, load ratio, watchdog");
+  status->add_flag("--json", json, "machine-readable");
+  app.add_subcommand("flows", "tracked QUIC flows (JSON)");
+  app.require_subcommand(1);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  const std::string request = status->parsed() ? "status" : "flows";
+  const std::string reply = ask(socket_path, request);
+  if (reply.empty()) {
+    std::cerr << "quicstepctl: quicstepd is not reachable at " << socket_path << "\n";
+    return 1;
+  }
+  if (request == "flows" || json) {
+    std::cout << reply;
+    return 0;
+  }
+  auto doc = nlohmann::json::parse(reply, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("paths")) {
+    std::cout << reply;
+    return 1;
+  }
+  print_human(doc);
+  return 0;
+}

@@ -1,0 +1,19 @@
+#include "client/verdict_plan.hpp"
+
+namespace quicstep::client {
+
+void plan_verdicts(std::span<const PendingVerdict> pending, std::vector<VerdictMessage>* out) {
+  out->clear();
+  std::optional<std::uint32_t> run_end;  // last id of a run of unchanged verdicts
+  for (const auto& p : pending) {
+    if (!p.mark) {
+      run_end = p.id;
+      continue;
+    }
+    if (run_end) out->push_back({*run_end, std::nullopt, true}), run_end.reset();
+    out->push_back({p.id, p.mark, false});
+  }
+  if (run_end) out->push_back({*run_end, std::nullopt, true});
+}
+
+}  // namespace quicstep::client

@@ -1,0 +1,97 @@
+// LoadConnection: one quicstep-load client connection (ngtcp2 0.12.1 client + nghttp3): one
+// GET of `size` bytes; after `migrate_after` body bytes it moves to a new local port, a new
+// local address (active migration with path validation) or rebinds like a NAT. It measures
+// the handover: first packet sent on the new path → first response data received on it.
+#pragma once
+
+#include <gnutls/gnutls.h>
+#include <nghttp3/nghttp3.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "server_testbed/udp_socket.hpp"
+
+namespace quicstep::server_testbed {
+
+enum class LoadMigration { none, port, address, rebind };
+
+struct LoadOptions {
+  sockaddr_storage server{};
+  sockaddr_storage local{};         // first local address (port 0)
+  sockaddr_storage migrate_to{};    // address mode: the second local address
+  std::uint64_t size = 1 << 20;     // body requested: GET /bytes/<size>
+  std::uint64_t migrate_after = 256 << 10;  // body bytes received before migrating
+  LoadMigration migration = LoadMigration::port;
+  std::string authority = "localhost";
+};
+
+struct LoadResult {
+  bool success = false;
+  std::uint64_t bytes = 0;
+  bool migrated = false;
+  double handover_ms = -1;          // -1: no data on the new path
+  double duration_ms = 0;
+  std::uint64_t pto_count = 0;      // retransmission timeouts seen (losses show up here)
+  std::string error;
+};
+
+class LoadConnection {
+ public:
+  // nullptr with *error on failure (socket, ngtcp2, GnuTLS).
+  static std::unique_ptr<LoadConnection> start(const LoadOptions& options,
+                                               gnutls_certificate_credentials_t cred,
+                                               ngtcp2_tstamp now, std::string* error);
+  ~LoadConnection();
+  LoadConnection(const LoadConnection&) = delete;
+  LoadConnection& operator=(const LoadConnection&) = delete;
+
+  void on_readable(int fd, ngtcp2_tstamp now);
+  void on_expiry(ngtcp2_tstamp now);
+  ngtcp2_tstamp next_deadline() const;
+  bool finished() const { return finished_; }
+  const LoadResult& result() const { return result_; }
+  int fd() const { return sock_.fd(); }
+  int old_fd() const { return old_sock_.fd(); }
+  // A socket appeared (migration): the caller registers it with its poller.
+  bool take_new_fd() { return std::exchange(new_fd_, false); }
+
+  // Callback bodies.
+  ngtcp2_conn* conn() const { return conn_; }
+  int on_rx_key();
+  int on_stream_data(std::uint32_t flags, std::int64_t id, const std::uint8_t* data,
+                     std::size_t len);
+  void on_body(std::size_t len);
+  void on_body_end();
+  int on_acked(std::int64_t id, std::uint64_t len);
+  int on_stream_close(std::uint32_t flags, std::int64_t id, std::uint64_t code);
+  int on_extend_stream_data(std::int64_t id);
+
+ private:
+  explicit LoadConnection(const LoadOptions& options) : options_(options) {}
+  int init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp now, std::string* error);
+  void migrate(ngtcp2_tstamp now);
+  void write(ngtcp2_tstamp now);
+  void finish(bool success, const std::string& error, ngtcp2_tstamp now);
+
+  LoadOptions options_;
+  UdpSocket sock_;       // current path
+  UdpSocket old_sock_;   // the path before migration, kept to drain in-flight packets
+  sockaddr_storage local_now_{};
+  ngtcp2_conn* conn_ = nullptr;
+  gnutls_session_t tls_ = nullptr;
+  ngtcp2_crypto_conn_ref conn_ref_{};
+  nghttp3_conn* h3_ = nullptr;
+  LoadResult result_;
+  ngtcp2_tstamp started_ = 0;
+  ngtcp2_tstamp migrated_at_ = 0;   // first packet sent on the new path
+  bool migrate_pending_ = false;
+  bool reading_new_path_ = false;
+  bool finished_ = false;
+  bool new_fd_ = false;
+};
+
+}  // namespace quicstep::server_testbed

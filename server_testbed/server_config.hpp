@@ -1,0 +1,35 @@
+// The configuration of quicstep-server: a plain struct with defaults, filled by
+// server_main.cpp from the command line and passed explicitly to the workers.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <string>
+
+#include "server_testbed/cid_codec.hpp"
+#include "server_testbed/migration_policy.hpp"
+
+namespace quicstep::server_testbed {
+
+struct ServerConfig {
+  sockaddr_storage listen{};            // one address and port; every worker binds it
+  socklen_t listen_len = 0;
+  std::uint32_t workers = 2;            // SO_REUSEPORT sockets, one thread each (1..64)
+  bool pin = false;                     // pin worker i to CPU i % ncpu
+  bool steering = true;                 // attach the SK_REUSEPORT program
+  bool retry = false;                   // host Retry: every new connection must echo a token
+  MigrationPolicy migration = MigrationPolicy::full;
+  CidConfig cid;                        // connection-ID format (worker_count = workers)
+  std::string cert_file;                // PEM certificate chain
+  std::string key_file;                 // PEM private key
+  std::string htdocs;                   // directory served; empty: only /bytes/N
+  std::uint64_t max_body = 1ull << 30;  // largest /bytes/N and file served
+  std::uint32_t idle_timeout_ms = 30000;
+  std::uint32_t max_connections = 20000;  // per worker; beyond it new Initials are ignored
+  std::string stats_file;               // JSON counters, rewritten every second; empty: none
+  std::uint32_t duration_s = 0;         // stop after this many seconds; 0: on SIGINT/SIGTERM
+  bool verbose = false;                 // log every connection event
+};
+
+}  // namespace quicstep::server_testbed

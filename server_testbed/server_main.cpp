@@ -1,0 +1,245 @@
+// quicstep-server: an HTTP/3 server of N workers on SO_REUSEPORT sockets, with worker-encoding
+// connection IDs, optional SK_REUSEPORT steering by DCID, host Retry, and a chosen migration
+// behaviour. Counters go to a JSON file every second (--stats-file) and to stdout at exit.
+#include <arpa/inet.h>
+#include <gnutls/crypto.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "server_testbed/steering_loader.hpp"
+#include "server_testbed/worker.hpp"
+
+namespace qs = quicstep::server_testbed;
+
+namespace {
+
+// "198.18.210.10:443" or "[2001:db8:210::10]:443"; false with *error quoting the value.
+bool parse_endpoint(const std::string& text, sockaddr_storage* out, std::string* error) {
+  std::string host, port;
+  if (!text.empty() && text[0] == '[') {
+    const auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      *error = "--listen: not [address]:port: `" + text + "'";
+      return false;
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos) {
+      *error = "--listen: not address:port: `" + text + "'";
+      return false;
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
+    *error = "--listen: port is not 1-65535: `" + port + "'";
+    return false;
+  }
+  *out = {};
+  sockaddr_in v4{};
+  sockaddr_in6 v6{};
+  if (inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1) {
+    v4.sin_family = AF_INET;
+    v4.sin_port = htons(static_cast<std::uint16_t>(value));
+    std::memcpy(out, &v4, sizeof(v4));
+    return true;
+  }
+  if (inet_pton(AF_INET6, host.c_str(), &v6.sin6_addr) == 1) {
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = htons(static_cast<std::uint16_t>(value));
+    std::memcpy(out, &v6, sizeof(v6));
+    return true;
+  }
+  *error = "--listen: not an IPv4 or IPv6 address: `" + host + "'";
+  return false;
+}
+
+nlohmann::json stats_json(const qs::ServerConfig& cfg, const std::vector<std::unique_ptr<qs::Worker>>& workers,
+                          const qs::Steering* steering) {
+  nlohmann::json j;
+  j["migration"] = std::string(qs::to_string(cfg.migration));
+  j["retry"] = cfg.retry;
+  j["steering"] = steering != nullptr;
+  j["workers"] = nlohmann::json::array();
+  std::uint64_t owned = 0, misdirected = 0;
+  for (const auto& w : workers) {
+    j["workers"].push_back(w->counters().to_json());
+    owned += w->counters().owned.load();
+    misdirected += w->counters().misdirected.load();
+  }
+  j["total"] = {{"owned", owned}, {"misdirected", misdirected}};
+  if (steering) {
+    const qs_steer_counters c = steering->counters();
+    j["bpf"] = {{"packets", c.packets},     {"steered", c.steered},
+                {"fallback", c.fallback},   {"malformed", c.malformed},
+                {"select_failed", c.select_failed}, {"disabled", c.disabled}};
+  }
+  return j;
+}
+
+void write_stats(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"quicstep-server: HTTP/3 test server cluster with CID steering"};
+  std::string listen = "198.18.210.10:443", migration = "full", key_hex;
+  qs::ServerConfig cfg;
+  unsigned cid_len = 16, config_id = 0;
+  bool no_steering = false;
+  app.add_option("--listen", listen, "address:port or [address]:port every worker binds");
+  app.add_option("--workers", cfg.workers, "worker threads/sockets (1-64)")->check(CLI::Range(1, 64));
+  app.add_flag("--pin", cfg.pin, "pin worker i to CPU i % ncpu");
+  app.add_flag("--no-steering", no_steering, "do not attach the SK_REUSEPORT program");
+  app.add_flag("--retry", cfg.retry, "host Retry: validate every client address first");
+  app.add_option("--migration", migration, "full | port-only | none | stale-path");
+  app.add_option("--cid-len", cid_len, "issued CID length (4-20; 10-20 with --cid-key)")
+      ->check(CLI::Range(4, 20));
+  app.add_option("--cid-config-id", config_id, "CID config rotation bits (0-2)")->check(CLI::Range(0, 2));
+  app.add_option("--cid-key", key_hex, "obfuscate worker ids with this 64-bit key (16 hex digits)");
+  app.add_option("--cert", cfg.cert_file, "PEM certificate")->required();
+  app.add_option("--key", cfg.key_file, "PEM private key")->required();
+  app.add_option("--htdocs", cfg.htdocs, "directory to serve (besides /bytes/N)");
+  app.add_option("--max-body", cfg.max_body, "largest body served, bytes");
+  app.add_option("--idle-timeout-ms", cfg.idle_timeout_ms, "QUIC idle timeout");
+  app.add_option("--max-connections", cfg.max_connections, "per worker");
+  app.add_option("--stats-file", cfg.stats_file, "JSON counters, rewritten every second");
+  app.add_option("--duration", cfg.duration_s, "exit after this many seconds (0: on signal)");
+  CLI11_PARSE(app, argc, argv);
+
+  std::string error;
+  if (!parse_endpoint(listen, &cfg.listen, &error)) {
+    std::cerr << "quicstep-server: " << error << "\n";
+    return 2;
+  }
+  cfg.listen_len = qs::sockaddr_len(cfg.listen);
+  const auto policy = qs::parse_migration_policy(migration);
+  if (!policy) {
+    std::cerr << "quicstep-server: --migration is not full|port-only|none|stale-path: `"
+              << migration << "'\n";
+    return 2;
+  }
+  cfg.migration = *policy;
+  cfg.steering = !no_steering;
+  cfg.cid.cid_len = static_cast<std::uint8_t>(cid_len);
+  cfg.cid.config_id = static_cast<std::uint8_t>(config_id);
+  cfg.cid.worker_count = cfg.workers;
+  if (!key_hex.empty()) {
+    std::uint64_t key = 0;
+    const auto [end, ec] = std::from_chars(key_hex.data(), key_hex.data() + key_hex.size(), key, 16);
+    if (ec != std::errc() || end != key_hex.data() + key_hex.size() || key_hex.size() != 16) {
+      std::cerr << "quicstep-server: --cid-key is not 16 hex digits: `" << key_hex << "'\n";
+      return 2;
+    }
+    cfg.cid.key = key;
+  }
+  auto codec = qs::CidCodec::create(cfg.cid);
+  if (!codec) {
+    std::cerr << "quicstep-server: bad CID config (length " << cid_len
+              << "; obfuscation needs >= 10)\n";
+    return 2;
+  }
+  auto tls = qs::TlsContext::load(cfg.cert_file, cfg.key_file, &error);
+  if (!tls) {
+    std::cerr << "quicstep-server: " << error << "\n";
+    return 1;
+  }
+  qs::StaticSecret secret{};
+  gnutls_rnd(GNUTLS_RND_KEY, secret.data(), secret.size());
+
+  // Block the stop signals in every thread; main waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::vector<std::unique_ptr<qs::Worker>> workers;
+  for (std::uint32_t i = 0; i < cfg.workers; ++i) {
+    auto sock = qs::UdpSocket::open_reuseport(cfg.listen, cfg.listen_len, &error);
+    if (!sock.valid()) {
+      std::cerr << "quicstep-server: " << qs::to_string(cfg.listen) << ": " << error << "\n";
+      return 1;
+    }
+    workers.push_back(std::make_unique<qs::Worker>(i, cfg, *codec, *tls, secret, std::move(sock)));
+  }
+  std::unique_ptr<qs::Steering> steering;
+  if (cfg.steering) {
+    auto loaded = qs::Steering::open(&error);
+    if (!loaded) {
+      std::cerr << "quicstep-server: loading the steering program: " << error << "\n";
+      return 1;
+    }
+    steering = std::move(*loaded);
+    bool ok = static_cast<bool>(steering->set_config(qs::to_bpf_config(cfg.cid, true)));
+    for (std::uint32_t i = 0; ok && i < cfg.workers; ++i) {
+      ok = static_cast<bool>(steering->add_socket(i, workers[i]->fd()));
+    }
+    ok = ok && static_cast<bool>(steering->attach(workers[0]->fd()));
+    if (!ok) {
+      std::cerr << "quicstep-server: attaching the steering program: " << std::strerror(errno) << "\n";
+      return 1;
+    }
+  }
+
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  const unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());
+  for (std::uint32_t i = 0; i < cfg.workers; ++i) {
+    threads.emplace_back([&, i] { workers[i]->run(stop); });
+    if (cfg.pin) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(i % ncpu, &set);
+      pthread_setaffinity_np(threads.back().native_handle(), sizeof(set), &set);
+    }
+  }
+  std::cerr << "quicstep-server: " << cfg.workers << " workers on " << qs::to_string(cfg.listen)
+            << ", steering " << (steering ? "on" : "off") << ", migration " << migration
+            << ", retry " << (cfg.retry ? "on" : "off") << "\n";
+
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    timespec one_second{1, 0};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &one_second);
+    write_stats(cfg.stats_file, stats_json(cfg, workers, steering.get()));
+    if (sig == SIGINT || sig == SIGTERM) break;
+    if (cfg.duration_s > 0 &&
+        std::chrono::steady_clock::now() - start >= std::chrono::seconds(cfg.duration_s)) {
+      break;
+    }
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  const auto final_stats = stats_json(cfg, workers, steering.get());
+  write_stats(cfg.stats_file, final_stats);
+  std::cout << final_stats.dump() << std::endl;
+  return 0;
+}

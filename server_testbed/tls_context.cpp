@@ -1,0 +1,74 @@
+#include "server_testbed/tls_context.hpp"
+
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <ngtcp2/ngtcp2_crypto_gnutls.h>
+
+#include <cstring>
+
+namespace quicstep::server_testbed {
+
+namespace {
+
+constexpr char kPriority[] =
+    "%DISABLE_TLS13_COMPAT_MODE:NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:"
+    "+AES-256-GCM:+CHACHA20-POLY1305:+AES-128-CCM:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:"
+    "+GROUP-SECP384R1:+GROUP-SECP521R1";
+constexpr char kAlpnH3[] = "h3";
+
+// Refuses a ClientHello that did not select h3 (the only protocol served).
+int client_hello_cb(gnutls_session_t session, unsigned int, unsigned, unsigned int,
+                    const gnutls_datum_t*) {
+  gnutls_datum_t alpn{};
+  if (gnutls_alpn_get_selected_protocol(session, &alpn) != 0) return -1;
+  if (alpn.size != 2 || std::memcmp(alpn.data, kAlpnH3, 2) != 0) return -1;
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<TlsContext> TlsContext::load(const std::string& cert_file,
+                                             const std::string& key_file, std::string* error) {
+  std::unique_ptr<TlsContext> ctx(new TlsContext());
+  if (int rv = gnutls_certificate_allocate_credentials(&ctx->cred_); rv != 0) {
+    if (error) *error = std::string("credentials: ") + gnutls_strerror(rv);
+    return nullptr;
+  }
+  if (int rv = gnutls_certificate_set_x509_key_file(ctx->cred_, cert_file.c_str(),
+                                                    key_file.c_str(), GNUTLS_X509_FMT_PEM);
+      rv != 0) {
+    if (error) *error = "certificate `" + cert_file + "' / key `" + key_file + "': " +
+                        gnutls_strerror(rv);
+    return nullptr;
+  }
+  return ctx;
+}
+
+TlsContext::~TlsContext() {
+  if (cred_) gnutls_certificate_free_credentials(cred_);
+}
+
+gnutls_session_t TlsContext::new_session(ngtcp2_crypto_conn_ref* conn_ref) const {
+  gnutls_session_t s = nullptr;
+  if (gnutls_init(&s, GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA) !=
+      0) {
+    return nullptr;
+  }
+  bool ok = gnutls_priority_set_direct(s, kPriority, nullptr) == 0 &&
+            ngtcp2_crypto_gnutls_configure_server_session(s) == 0 &&
+            gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred_) == 0;
+  if (ok) {
+    gnutls_handshake_set_hook_function(s, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
+                                       client_hello_cb);
+    gnutls_session_set_ptr(s, conn_ref);
+    gnutls_datum_t alpn{reinterpret_cast<unsigned char*>(const_cast<char*>(kAlpnH3)), 2};
+    ok = gnutls_alpn_set_protocols(s, &alpn, 1,
+                                   GNUTLS_ALPN_MANDATORY | GNUTLS_ALPN_SERVER_PRECEDENCE) == 0;
+  }
+  if (!ok) {
+    gnutls_deinit(s);
+    return nullptr;
+  }
+  return s;
+}
+
+}  // namespace quicstep::server_testbed

@@ -1,0 +1,109 @@
+#include "server_testbed/udp_socket.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace quicstep::server_testbed {
+
+UdpSocket::~UdpSocket() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+UdpSocket::UdpSocket(UdpSocket&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+UdpSocket& UdpSocket::operator=(UdpSocket&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+UdpSocket UdpSocket::open_reuseport(const sockaddr_storage& addr, socklen_t len,
+                                    std::string* error) {
+  auto fail = [&](const char* what, int fd) {
+    if (error) *error = std::string(what) + ": " + std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return UdpSocket();
+  };
+  const int fd = ::socket(addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail("socket", -1);
+  const int one = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+    return fail("SO_REUSEPORT", fd);
+  }
+  if (addr.ss_family == AF_INET6) {
+    if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) {
+      return fail("IPV6_V6ONLY", fd);
+    }
+    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one));
+  } else {
+    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+  }
+  const int rcvbuf = 4 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &rcvbuf, sizeof(rcvbuf));
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) return fail("bind", fd);
+  return UdpSocket(fd);
+}
+
+long UdpSocket::recv(std::uint8_t* buf, std::size_t len, sockaddr_storage* from,
+                     socklen_t* from_len, std::uint32_t* ecn) const {
+  iovec iov{buf, len};
+  alignas(cmsghdr) std::uint8_t control[64];
+  msghdr msg{};
+  msg.msg_name = from;
+  msg.msg_namelen = sizeof(*from);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  const long n = ::recvmsg(fd_, &msg, 0);
+  if (n < 0) return n;
+  *from_len = msg.msg_namelen;
+  *ecn = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len) ||
+        (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS && c->cmsg_len)) {
+      std::uint8_t tos = 0;
+      std::memcpy(&tos, CMSG_DATA(c), 1);
+      *ecn = tos & 0x3;
+    }
+  }
+  return n;
+}
+
+bool UdpSocket::send(const std::uint8_t* data, std::size_t len, const sockaddr_storage& to,
+                     socklen_t to_len) const {
+  const long n = ::sendto(fd_, data, len, 0, reinterpret_cast<const sockaddr*>(&to), to_len);
+  return n == static_cast<long>(len);
+}
+
+socklen_t sockaddr_len(const sockaddr_storage& addr) {
+  return addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+std::string to_string(const sockaddr_storage& addr) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  std::uint16_t port = 0;
+  if (addr.ss_family == AF_INET) {
+    sockaddr_in a{};
+    std::memcpy(&a, &addr, sizeof(a));
+    inet_ntop(AF_INET, &a.sin_addr, host, sizeof(host));
+    port = ntohs(a.sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  sockaddr_in6 a{};
+  std::memcpy(&a, &addr, sizeof(a));
+  inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof(host));
+  port = ntohs(a.sin6_port);
+  return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+}  // namespace quicstep::server_testbed

@@ -1,0 +1,138 @@
+"""Throwaway namespaces and process helpers for the quicstep-server lab tests.
+
+Topology (names and addresses reserved for these tests; nothing else uses them):
+  qs-srvt-c  qsvt-c  198.18.210.2/.3, 2001:db8:210::2/::3  (two addresses: address migration)
+      |  veth, tbf 80 Mbit/s on the server side (transfers last long enough to migrate in)
+  qs-srvt-s  qsvt-s  198.18.210.10, 2001:db8:210::10
+Everything is removed by name in down(); processes are ended by PID.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+NS_S, NS_C = "qs-srvt-s", "qs-srvt-c"
+IF_S, IF_C = "qsvt-s", "qsvt-c"
+S4, S6 = "198.18.210.10", "2001:db8:210::10"
+C4 = ("198.18.210.2", "198.18.210.3")
+C6 = ("2001:db8:210::2", "2001:db8:210::3")
+
+
+def sh(*cmd, check=True, timeout=30):
+    return subprocess.run(list(cmd), check=check, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def netns(ns, *cmd, **kw):
+    return sh("ip", "netns", "exec", ns, *cmd, **kw)
+
+
+def down():
+    for ns in (NS_S, NS_C):
+        pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def up():
+    down()
+    sh("ip", "netns", "add", NS_S)
+    sh("ip", "netns", "add", NS_C)
+    sh("ip", "link", "add", IF_C, "netns", NS_C, "type", "veth", "peer", "name", IF_S,
+       "netns", NS_S)
+    for ns, ifc, a4s, a6s in ((NS_S, IF_S, (S4,), (S6,)), (NS_C, IF_C, C4, C6)):
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        netns(ns, "sysctl", "-qw", f"net.ipv6.conf.{ifc}.accept_ra=0")
+        for a in a4s:
+            sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", ifc)
+        for a in a6s:
+            sh("ip", "-n", ns, "-6", "addr", "add", f"{a}/64", "dev", ifc, "nodad")
+        sh("ip", "-n", ns, "link", "set", ifc, "up")
+    sh("ip", "-n", NS_S, "link", "set", IF_S, "mtu", "1500")
+    sh("tc", "-n", NS_S, "qdisc", "replace", "dev", IF_S, "root", "tbf", "rate", "80mbit",
+       "burst", "32kb", "latency", "100ms")
+    use_source(C4[0], C6[0])
+
+
+def use_source(a4, a6):
+    """Makes the client's route to the server prefer a4/a6 (gtlsclient picks its address
+    from the route when it changes its local address)."""
+    sh("ip", "-n", NS_C, "route", "replace", "198.18.210.0/24", "dev", IF_C, "src", a4)
+    sh("ip", "-n", NS_C, "-6", "route", "replace", "2001:db8:210::/64", "dev", IF_C, "src", a6)
+
+
+def make_cert(workdir):
+    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
+    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+       "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+       "-addext", "subjectAltName=DNS:localhost,DNS:blocked.test,DNS:www.blocked.test")
+    return cert, key
+
+
+class Server:
+    """quicstep-server in NS_S; stop() returns its final counters (JSON)."""
+
+    def __init__(self, binary, workdir, cert, key, *args, listen=None):
+        self.stats = os.path.join(workdir, "stats.json")
+        self.log = open(os.path.join(workdir, "server.log"), "w")
+        listen = listen or f"{S4}:443"
+        cmd = ["ip", "netns", "exec", NS_S, binary, "--listen", listen, "--cert", cert,
+               "--key", key, "--stats-file", self.stats, "--duration", "120",
+               "--idle-timeout-ms", "5000", *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        deadline = time.time() + 5
+        while time.time() < deadline and not os.path.exists(self.stats):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"quicstep-server exited: {self.proc.returncode}")
+            time.sleep(0.05)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        out, _ = self.proc.communicate(timeout=10)
+        self.log.close()
+        # 0 also proves a clean exit: sanitizer reports (ASan build) make it non-zero.
+        if self.proc.returncode != 0:
+            raise AssertionError(f"quicstep-server exited with {self.proc.returncode}")
+        lines = [l for l in out.splitlines() if l.startswith("{")]
+        if lines:
+            return json.loads(lines[-1])
+        with open(self.stats) as f:
+            return json.load(f)
+
+
+def total(stats, key):
+    return sum(w[key] for w in stats["workers"])
+
+
+def gtlsclient(workdir, host, uri, extra=(), timeout=8, name="dl"):
+    """Runs gtlsclient in NS_C; returns (exit code, downloaded size, log text)."""
+    dl = os.path.join(workdir, name)
+    shutil.rmtree(dl, ignore_errors=True)
+    os.makedirs(dl)
+    cmd = ["ip", "netns", "exec", NS_C, "timeout", "-k", "2", str(timeout), "gtlsclient",
+           "--exit-on-all-streams-close", "--timeout=30s", f"--download={dl}", *extra,
+           host, "443", uri]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return p, dl
+
+
+def finish(p, dl, uri):
+    out, _ = p.communicate(timeout=30)
+    path = os.path.join(dl, uri.rsplit("/", 1)[-1])
+    size = os.path.getsize(path) if os.path.exists(path) else 0
+    return p.returncode, size, out.decode(errors="replace")
+
+
+def tempdir():
+    return tempfile.mkdtemp(prefix="qs-srvt-")

@@ -1,0 +1,176 @@
+// The kernel half of quicstepd as text: the nft table, the iptables-nft queue rules, the
+// flow-set elements, the ip rules, and the parsing of nft's JSON counters.
+#include "client/nft_rules.hpp"
+
+#include <gtest/gtest.h>
+
+#include "client/kernel_rules.hpp"
+#include "client/routing.hpp"
+
+namespace quicstep::client {
+namespace {
+
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+// The rules of one chain: the lines between "chain NAME {" and its closing brace.
+std::string chain(const std::string& text, const std::string& name) {
+  const auto start = text.find("chain " + name + " {");
+  if (start == std::string::npos) return {};
+  return text.substr(start, text.find("\n  }\n", start) - start);
+}
+
+TEST(NftRules, DefaultSpecIsValid) { EXPECT_EQ(check_spec(RulesetSpec{}), ""); }
+
+TEST(NftRules, ReplacesTheTableInOneTransaction) {
+  const std::string t = ruleset_text(RulesetSpec{});
+  // create-if-absent, delete, create: one `nft -f` file is one transaction.
+  EXPECT_EQ(t.rfind("table inet quicstep\ndelete table inet quicstep\ntable inet quicstep {", 0), 0u);
+}
+
+TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
+  const std::string t = ruleset_text(RulesetSpec{});
+  const std::string decide = chain(t, "out_decide");
+  EXPECT_TRUE(has(decide, "type route hook output priority -310"));
+  EXPECT_TRUE(has(decide, "udp dport 53 goto to_channel"));
+  EXPECT_TRUE(has(decide, "tcp sport 53 goto to_channel"));
+  EXPECT_TRUE(has(decide, "meta l4proto tcp goto to_channel"));
+  EXPECT_TRUE(has(decide, "ip frag-off & 0x3fff != 0 goto to_channel"));
+  EXPECT_TRUE(has(decide, "exthdr frag exists goto to_channel"));
+  EXPECT_TRUE(has(decide, "udp dport { 443 } goto quic_out"));
+  const std::string quic = chain(t, "quic_out");
+  // The channel mark is set before anything else can match: a failure later leaves it.
+  const auto first = quic.find("meta mark set");
+  EXPECT_NE(first, std::string::npos);
+  EXPECT_TRUE(has(quic.substr(first, 60), "| 0x51"));
+  EXPECT_LT(first, quic.find("@th,64,1 1 return"));
+  EXPECT_LT(quic.find("@th,64,1 1 return"), quic.find("@native4"));
+  // GSO super-packets are queued before the native-set fast path.
+  EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
+  EXPECT_TRUE(has(quic, "ip6 saddr . udp sport . ip6 daddr . udp dport @native6 update @native6 "
+                        "{ ip6 saddr . udp sport . ip6 daddr . udp dport } goto to_native"));
+  // Decided flows refresh their element: sets are dynamic with timeouts.
+  EXPECT_TRUE(has(t, "set native4 {\n    type ipv4_addr . inet_service . ipv4_addr . inet_service\n"
+                     "    flags dynamic,timeout\n    timeout 120s\n    size 65536\n  }"));
+  EXPECT_TRUE(has(t, "chain decide_out {\n    counter name \"decide_out\"\n    meta mark set meta mark & 0xffffff00 | 0x53"));
+}
+
+TEST(NftRules, PolicyTogglesAndPorts) {
+  RulesetSpec s;
+  s.dns_to_channel = false;
+  s.tcp_to_channel = false;
+  s.other_udp_to_channel = true;
+  s.quic_ports = {443, 8443};
+  const std::string decide = chain(ruleset_text(s), "out_decide");
+  EXPECT_FALSE(has(decide, "dport 53"));
+  EXPECT_FALSE(has(decide, "meta l4proto tcp goto"));
+  EXPECT_TRUE(has(decide, "udp dport { 443, 8443 } goto quic_out"));
+  EXPECT_TRUE(has(decide, "meta l4proto udp goto to_channel"));
+}
+
+TEST(NftRules, NatModeUsesZonesAndMasquerade) {
+  RulesetSpec s;
+  s.channel_interface = "qsw-client";
+  std::string t = ruleset_text(s);
+  EXPECT_TRUE(has(chain(t, "out_account"), "== 0x51 counter name \"channel_out\" ct zone set 1 accept"));
+  EXPECT_TRUE(has(chain(t, "out_account"), "== 0x53 counter name \"channel_out\" ct zone set 1 accept"));
+  EXPECT_TRUE(has(chain(t, "out_account"), "priority -250"));
+  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" counter name \"channel_in\" ct zone set 1 accept"));
+  EXPECT_TRUE(has(chain(t, "post_nat"), "oifname \"qsw-client\" masquerade"));
+  s.nat = false;  // permissive: no zones, no NAT
+  t = ruleset_text(s);
+  EXPECT_FALSE(has(t, "ct zone"));
+  EXPECT_FALSE(has(t, "masquerade"));
+}
+
+TEST(NftRules, WatchSetMatchesInboundInOutboundOrientation) {
+  const std::string t = ruleset_text(RulesetSpec{});
+  EXPECT_TRUE(has(chain(t, "in_quic"), "ip daddr . udp dport . ip saddr . udp sport @watch4 goto watch_in"));
+  EXPECT_TRUE(has(chain(t, "watch_in"), "| 0x54"));
+}
+
+TEST(NftRules, ExemptsTheChannelEndpoint) {
+  RulesetSpec s;
+  s.exempt_v4 = {"198.18.3.2"};
+  s.exempt_v6 = {"2001:db8:3::2"};
+  const std::string decide = chain(ruleset_text(s), "out_decide");
+  EXPECT_LT(decide.find("ip daddr { 198.18.3.2 } return"), decide.find("goto to_channel"));
+  EXPECT_TRUE(has(decide, "ip6 daddr { 2001:db8:3::2 } return"));
+}
+
+TEST(NftRules, CheckSpecRefusesBadValues) {
+  RulesetSpec s;
+  s.mark_decide_out = s.mark_channel;
+  EXPECT_NE(check_spec(s).find("distinct"), std::string::npos);
+  s = {};
+  s.mark_native = 0x100;  // outside the mask
+  EXPECT_NE(check_spec(s).find("outside the mask"), std::string::npos);
+  s = {};
+  s.channel_interface = "bad name; rm";
+  EXPECT_NE(check_spec(s).find("`bad name; rm'"), std::string::npos);
+  s = {};
+  s.quic_ports = {};
+  EXPECT_NE(check_spec(s), "");
+  s = {};
+  s.exempt_v4 = {"1.2.3.4 } accept"};
+  EXPECT_NE(check_spec(s), "");
+}
+
+TEST(NftRules, IptablesQueuesBothMarksWithBypass) {
+  RulesetSpec s;
+  s.queue_outbound = 7;
+  s.queue_inbound = 9;
+  const std::string t = iptables_install_text(s);
+  EXPECT_TRUE(has(t, "-A QUICSTEP_OUT -m mark --mark 0x53/0xff -j NFQUEUE --queue-num 7 --queue-bypass"));
+  EXPECT_TRUE(has(t, "-A QUICSTEP_IN -m mark --mark 0x54/0xff -j NFQUEUE --queue-num 9 --queue-bypass"));
+  EXPECT_TRUE(has(t, "-I OUTPUT 1 -j QUICSTEP_OUT"));
+  EXPECT_EQ(t.rfind("*raw\n", 0), 0u);
+  EXPECT_TRUE(has(iptables_remove_text(), "-X QUICSTEP_OUT"));
+}
+
+TEST(NftRules, Elements) {
+  common::FlowKey k;
+  k.client = common::IpAddress::v4({198, 18, 1, 2});
+  k.server = common::IpAddress::v4({198, 18, 10, 10});
+  k.client_port = 40000;
+  k.server_port = 443;
+  k.protocol = 17;
+  EXPECT_EQ(add_element_text("quicstep", FlowSet::native, k, std::chrono::seconds(120)),
+            "add element inet quicstep native4 { 198.18.1.2 . 40000 . 198.18.10.10 . 443 timeout 120s }\n");
+  k.client = common::IpAddress::v6({0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2});
+  k.server = common::IpAddress::v6({0x20, 0x01, 0x0d, 0xb8, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10});
+  EXPECT_EQ(delete_element_text("quicstep", FlowSet::watch, k),
+            "delete element inet quicstep watch6 { 2001:db8:1::2 . 40000 . 2001:db8:10::10 . 443 }\n");
+}
+
+TEST(NftRules, RoutingFailsClosedAfterEachLookup) {
+  RoutingSpec r;
+  r.channel_marks = {0x51, 0x53};
+  const auto cmds = routing_commands(r);
+  ASSERT_EQ(cmds.size(), 8u);  // 2 marks x (lookup + unreachable) x 2 families
+  const std::vector<std::string> lookup = {"ip", "-4", "rule", "add", "fwmark", "0x51/0xff",
+                                           "lookup", "51820", "priority", "10100"};
+  const std::vector<std::string> closed = {"ip", "-4", "rule", "add", "fwmark", "0x51/0xff",
+                                           "unreachable", "priority", "10101"};
+  EXPECT_EQ(cmds[0], lookup);
+  EXPECT_EQ(cmds[1], closed);
+  EXPECT_EQ(cmds[4][1], "-6");
+}
+
+TEST(NftRules, ParsesKernelCounters) {
+  const std::string json = R"({"nftables": [{"metainfo": {"version": "1.0.6"}},
+    {"counter": {"family": "inet", "name": "channel_out", "table": "quicstep", "handle": 1,
+                 "packets": 12, "bytes": 3456}},
+    {"counter": {"family": "inet", "name": "native_out", "table": "quicstep", "handle": 2,
+                 "packets": 7000, "bytes": 9000000}}]})";
+  auto c = parse_kernel_counters(json);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c["channel_out"].bytes, 3456u);
+  EXPECT_EQ(c["native_out"].packets, 7000u);
+  EXPECT_TRUE(parse_kernel_counters("not json").empty());
+  EXPECT_TRUE(parse_kernel_counters(R"({"nftables": 3})").empty());
+}
+
+}  // namespace
+}  // namespace quicstep::client

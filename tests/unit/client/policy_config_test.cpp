@@ -1,0 +1,135 @@
+// The TOML config: the example file is complete and equals the defaults; bad input is
+// refused with file, line, column and the bad value quoted.
+#include "client/policy_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+namespace quicstep::client {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The one error of loading `text`, as "file:line:column: message".
+std::string one_error(std::string_view text) {
+  const ConfigLoad load = parse_config(text, "q.toml");
+  if (load.errors.size() != 1) return "errors: " + std::to_string(load.errors.size());
+  return load.errors[0].to_string();
+}
+
+TEST(PolicyConfig, ExampleFileLoadsToTheDefaults) {
+  const ConfigLoad load = load_config(QS_CLIENT_SOURCE_DIR "/quicstepd.example.toml");
+  ASSERT_TRUE(load.ok()) << load.errors[0].to_string();
+  const Policy& p = load.config.policy;
+  const Policy d;
+  EXPECT_EQ(p.quic_ports, d.quic_ports);
+  EXPECT_EQ(p.other_udp, d.other_udp);
+  EXPECT_EQ(p.hold.packets, d.hold.packets);
+  EXPECT_EQ(p.watchdog.rtt_multiplier, d.watchdog.rtt_multiplier);
+  EXPECT_EQ(p.watchdog.min_timeout, d.watchdog.min_timeout);
+  EXPECT_EQ(p.watchdog.max_timeout, d.watchdog.max_timeout);
+  EXPECT_EQ(p.watchdog.unknown_rtt, d.watchdog.unknown_rtt);
+  EXPECT_EQ(p.destinations.capacity, d.destinations.capacity);
+  EXPECT_EQ(p.destinations.ttl, d.destinations.ttl);
+  EXPECT_EQ(p.flows.capacity, d.flows.capacity);
+  EXPECT_EQ(p.flows.idle_timeout, d.flows.idle_timeout);
+  EXPECT_EQ(p.event_capacity, d.event_capacity);
+  const DaemonSettings& s = load.config.daemon;
+  const DaemonSettings ds;
+  EXPECT_EQ(s.queue_outbound, ds.queue_outbound);
+  EXPECT_EQ(s.mark_channel, ds.mark_channel);
+  EXPECT_EQ(s.routing_table, ds.routing_table);
+  EXPECT_EQ(s.channel_interface, ds.channel_interface);
+  EXPECT_EQ(s.addressing, Addressing::nat);
+  EXPECT_EQ(s.metrics_listen, ds.metrics_listen);
+}
+
+TEST(PolicyConfig, EmptyFileIsTheDefaults) {
+  const ConfigLoad load = parse_config("", "q.toml");
+  ASSERT_TRUE(load.ok());
+  EXPECT_EQ(load.config.policy.quic_ports, std::vector<std::uint16_t>{443});
+}
+
+TEST(PolicyConfig, ReadsValues) {
+  const ConfigLoad load = parse_config(R"(
+[classifier]
+quic_ports = [443, 853]
+other_udp = "channel"
+[hold]
+packets = 4
+time_ms = 250
+[watchdog]
+min_timeout_ms = 100
+[daemon]
+addressing = "permissive"
+routing_table = 100
+)", "q.toml");
+  ASSERT_TRUE(load.ok()) << load.errors[0].to_string();
+  const Policy& p = load.config.policy;
+  EXPECT_EQ(p.quic_ports, (std::vector<std::uint16_t>{443, 853}));
+  EXPECT_EQ(p.other_udp, Route::channel);
+  EXPECT_EQ(p.hold.packets, 4u);
+  EXPECT_EQ(p.hold.time, 250ms);
+  EXPECT_EQ(p.watchdog.min_timeout, 100ms);
+  EXPECT_EQ(load.config.daemon.addressing, Addressing::permissive);
+  EXPECT_EQ(load.config.daemon.routing_table, 100u);
+}
+
+TEST(PolicyConfig, UnknownKeysAreErrors) {
+  EXPECT_EQ(one_error("[watchdog]\nenabled = true\nrtt_multipler = 4\n"),
+            "q.toml:3:1: unknown key 'rtt_multipler' in [watchdog] (expected one of: 'enabled' "
+            "'rtt_multiplier' 'min_timeout_ms' 'max_timeout_ms' 'unknown_rtt_ms')");
+  EXPECT_NE(one_error("[watchdgo]\n").find("q.toml:1:2: unknown key 'watchdgo'"),
+            std::string::npos);
+}
+
+TEST(PolicyConfig, RangesAndTypesQuoteTheBadValue) {
+  EXPECT_EQ(one_error("\n[flow_table]\ncapacity = 3\n"),
+            "q.toml:3:12: capacity must be an integer in 16..4194304, not 3");
+  EXPECT_EQ(one_error("[classifier]\ndns_to_channel = \"yes\"\n"),
+            "q.toml:2:18: dns_to_channel must be true or false, not 'yes'");
+  EXPECT_EQ(one_error("[classifier]\nother_udp = \"nativ\"\n"),
+            "q.toml:2:13: other_udp must be one of 'channel' 'native', not 'nativ'");
+  EXPECT_EQ(one_error("[classifier]\nquic_ports = [443, 70000]\n"),
+            "q.toml:2:20: quic_ports: a port must be an integer in 1..65535, not 70000");
+  EXPECT_NE(one_error("[classifier]\nquic_ports = [443, 443]\n").find("listed twice"),
+            std::string::npos);
+  EXPECT_NE(one_error("[classifier]\nquic_ports = []\n").find("quic_ports must be an array"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nrouting_table = 254\n").find("not 254"), std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nchannel_interface = \"a/b\"\n").find("'a/b'"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nmetrics_listen = \"localhost\"\n").find("host:port"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nqueue_inbound = 0\n").find("must differ"), std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nmark_native = 0x51\n").find("must differ"), std::string::npos);
+  EXPECT_NE(one_error("[watchdog]\nmin_timeout_ms = 5000\n").find("must not exceed"),
+            std::string::npos);
+  EXPECT_NE(one_error("hold = 3\n").find("[hold] must be a table"), std::string::npos);
+}
+
+TEST(PolicyConfig, SyntaxErrorsHaveAPosition) {
+  const ConfigLoad load = parse_config("[hold]\npackets = = 3\n", "q.toml");
+  ASSERT_EQ(load.errors.size(), 1u);
+  EXPECT_EQ(load.errors[0].file, "q.toml");
+  EXPECT_EQ(load.errors[0].line, 2u);
+}
+
+TEST(PolicyConfig, ReportsEveryError) {
+  const ConfigLoad load =
+      parse_config("[hold]\npackets = -1\ntime_ms = 99999999\n[flow_table]\nbogus = 1\n", "q");
+  EXPECT_EQ(load.errors.size(), 3u);
+}
+
+TEST(PolicyConfig, UnreadableFile) {
+  const ConfigLoad load = load_config("/nonexistent/quicstepd.toml");
+  ASSERT_EQ(load.errors.size(), 1u);
+  EXPECT_EQ(load.errors[0].line, 0u);
+  EXPECT_NE(load.errors[0].to_string().find("/nonexistent/quicstepd.toml: cannot read"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace quicstep::client

@@ -1,0 +1,48 @@
+// Status JSON (quicstepctl, control socket) and the Prometheus text built from it.
+#include "client/status.hpp"
+
+#include <gtest/gtest.h>
+
+namespace quicstep::client {
+namespace {
+
+TEST(Status, PathsComeFromKernelCountersAndRatioFromBytes) {
+  Classifier c(Policy{});
+  StatusSnapshot s;
+  s.classifier = &c;
+  s.kernel["channel_out"] = {10, 1000};
+  s.kernel["native_out"] = {90, 99000};
+  s.channel_interface = "qsw-client";
+  s.addressing = "nat";
+  const auto j = status_json(s);
+  EXPECT_EQ(j["paths"]["channel"]["bytes"], 1000u);
+  EXPECT_EQ(j["paths"]["native"]["packets"], 90u);
+  EXPECT_DOUBLE_EQ(j["channel_load_ratio"].get<double>(), 0.01);
+  EXPECT_EQ(j["channel"]["interface"], "qsw-client");
+  EXPECT_EQ(j["flows"]["tracked"], 0u);
+  EXPECT_TRUE(j["watchdog"].contains("failed_back"));
+}
+
+TEST(Status, NoTrafficGivesZeroRatioNotNaN) {
+  Classifier c(Policy{});
+  StatusSnapshot s;
+  s.classifier = &c;
+  EXPECT_DOUBLE_EQ(status_json(s)["channel_load_ratio"].get<double>(), 0.0);
+}
+
+TEST(Status, MetricsTextHasOneHeaderPerMetricAndLabelledSamples) {
+  Classifier c(Policy{});
+  StatusSnapshot s;
+  s.classifier = &c;
+  s.kernel["channel_out"] = {3, 300};
+  const std::string m = metrics_text(status_json(s));
+  EXPECT_NE(m.find("# TYPE quicstep_path_bytes_total counter\n"), std::string::npos);
+  EXPECT_NE(m.find("quicstep_path_bytes_total{path=\"channel\"} 300\n"), std::string::npos);
+  EXPECT_NE(m.find("quicstep_path_bytes_total{path=\"native\"} 0\n"), std::string::npos);
+  EXPECT_EQ(m.find("# TYPE quicstep_path_bytes_total"), m.rfind("# TYPE quicstep_path_bytes_total"));
+  EXPECT_NE(m.find("quicstep_watchdog_events_total{event=\"failed_back\"} 0\n"), std::string::npos);
+  EXPECT_EQ(m.back(), '\n');
+}
+
+}  // namespace
+}  // namespace quicstep::client
