@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""The main job on the lab: fetch open.test and blocked.test over HTTP/3 natively, through a
+full VPN, and through quicstepd, with the censor on the client's ISP router, and print a
+table: client x path x site -> result, time, bytes on the channel and on the native link,
+and the names the censor saw (read from a capture on its client-facing interface by
+quicstep-inspect).
+
+Run as root after building (scripts/demo.sh does both). Everything it starts it stops, by
+PID; the lab is brought down at the end, also on errors and Ctrl-C."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests", "quicstepd"))
+import qsd_helpers as h  # noqa: E402  (process, capture and inspect helpers)
+from qsd_helpers import lab_helpers  # noqa: E402
+
+SITES = ("open.test", "blocked.test")
+CENSOR_START = os.path.join(REPO, "lab", "censor", "censorctl")
+
+
+def log(msg):
+    print(f"demo: {msg}", flush=True)
+
+
+def make_certificate(work):
+    key, cert = os.path.join(work, "key.pem"), os.path.join(work, "cert.pem")
+    names = ",".join(f"DNS:{n}" for n in ("localhost", *SITES, *(f"www.{s}" for s in SITES)))
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=localhost", "-addext", f"subjectAltName={names}"],
+                   check=True, capture_output=True)
+    return key, cert
+
+
+def wg_bytes(lab):
+    """Bytes the client's WireGuard interface has carried (rx + tx, tunnel payload)."""
+    out = lab_helpers.in_host(lab, "client", "wg", "show", lab["client"]["channel"]["interface"],
+                              "transfer").stdout.split()
+    return int(out[1]) + int(out[2]) if len(out) >= 3 else 0
+
+
+class Demo:
+    def __init__(self, args):
+        self.args = args
+        self.work = tempfile.mkdtemp(prefix="quicstep-demo-")
+        os.chmod(self.work, 0o755)
+        self.procs = h.Procs()
+        self.rows = []
+
+    def up(self):
+        up = ["up", "--profile", self.args.profile]
+        if self.args.channel_rate:
+            up += ["--channel-rate", str(self.args.channel_rate)]
+        log(f"lab up ({' '.join(up[1:])})")
+        lab_helpers.qslab(*up, timeout=240)
+        self.lab = lab_helpers.status()
+        c = self.lab["client"]
+        self.client_ns = c["netns"]
+        self.client_addrs = set(c["native"]["v4"] + c["native"]["v6"])
+        self.censor_ns = self.lab["censor"]["netns"]
+        self.censor_if = self.lab["censor"]["client_interface"]
+        htdocs = os.path.join(self.work, "htdocs")
+        os.makedirs(htdocs)
+        with open(os.path.join(htdocs, "file.bin"), "wb") as f:
+            f.write(os.urandom(self.args.size_mb * 1000 * 1000))
+        key, cert = make_certificate(self.work)
+        for srv in {s["netns"] for s in self.lab["servers"]}:
+            p = self.procs.start(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
+                                       key, cert], os.path.join(self.work, f"gtlsserver-{srv}.log"))
+            time.sleep(0.3)
+            if p.poll() is not None:
+                raise RuntimeError(f"gtlsserver did not start in {srv}")
+        self.censor = None
+        if os.path.exists(CENSOR_START) and not self.args.no_censor:
+            log("censor on: blocks the SNI and DNS name blocked.test")
+            subprocess.run([CENSOR_START, "start", "--block", "blocked.test"], check=True,
+                           capture_output=True, timeout=60)
+            self.censor = True
+        else:
+            log("censor off (lab/censor not built yet): the table shows what it would see")
+
+    def fetch(self, site):
+        out_dir = os.path.join(self.work, f"dl-{len(self.rows)}")
+        os.makedirs(out_dir)
+        cmd = ["timeout", "-k", "5", str(self.args.timeout), "gtlsclient", "--quiet",
+               "--exit-on-all-streams-close", f"--download={out_dir}", "--timeout=10s",
+               site, "443", f"https://{site}/file.bin"]
+        t0 = time.time()
+        lab_helpers.in_host(self.lab, "client", *cmd, check=False, timeout=self.args.timeout + 30)
+        took = time.time() - t0
+        path = os.path.join(out_dir, "file.bin")
+        ok = os.path.exists(path) and os.path.getsize(path) == self.args.size_mb * 1000 * 1000
+        shutil.rmtree(out_dir, ignore_errors=True)
+        return ok, took
+
+    def run_path(self, path):
+        daemon = None
+        if path == "full VPN":
+            lab_helpers.qslab("vpn", "on")
+        if path == "QUICstep":
+            config = h.write_config(os.path.join(self.work, "quicstepd.toml"),
+                                    self.lab["client"]["channel"]["interface"])
+            sock = os.path.join(self.work, "control.sock")
+            daemon = self.procs.start(self.client_ns, [h.QSD, "--config", config, "--control",
+                                                       sock], os.path.join(self.work, "quicstepd.log"))
+            h.wait_daemon(self.client_ns, sock, daemon)
+        try:
+            for site in SITES:
+                pcap = os.path.join(self.work, f"censor-{len(self.rows)}.pcap")
+                cap = h.start_capture(self.procs, self.censor_ns, self.censor_if, pcap)
+                before = wg_bytes(self.lab)
+                ok, took = self.fetch(site)
+                channel = wg_bytes(self.lab) - before
+                time.sleep(1.0)
+                self.procs.stop(cap)
+                seen = h.inspect(pcap)
+                native = sum(p["ip_len"] for p in seen if p.get("proto") in ("udp", "tcp"))
+                names = sorted({p["tls"]["sni"] for p in seen if p.get("tls", {}).get("sni")} |
+                               {q["name"] for p in seen if p.get("dns") and not p["dns"]["response"]
+                                for q in p["dns"]["questions"]})
+                self.rows.append(("gtlsclient", path, site, "ok" if ok else "FAILED", took,
+                                  channel, native, ", ".join(names) or "-"))
+                log(f"{path:9} {site:13} {'ok' if ok else 'FAILED'} in {took:.1f} s")
+        finally:
+            if daemon:
+                self.procs.stop(daemon, timeout=20)
+            if path == "full VPN":
+                lab_helpers.qslab("vpn", "off")
+
+    def table(self):
+        head = ("client", "path", "site", "result", "time s", "channel bytes", "native bytes",
+                "names the censor saw")
+        rows = [head] + [(c, p, s, r, f"{t:.1f}", f"{ch:,}", f"{n:,}", names)
+                         for c, p, s, r, t, ch, n, names in self.rows]
+        widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
+        print()
+        for i, r in enumerate(rows):
+            print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
+            if i == 0:
+                print("  ".join("-" * w for w in widths))
+        print()
+        if self.args.json:
+            with open(self.args.json, "w") as f:
+                json.dump([dict(zip(head, r)) for r in self.rows], f, indent=2)
+
+    def down(self):
+        self.procs.stop_all()
+        if self.censor:
+            subprocess.run([CENSOR_START, "stop"], capture_output=True, timeout=60)
+        subprocess.run(["ip", "netns", "exec", "qs-client", h.QSD, "--cleanup"],
+                       capture_output=True, timeout=30)
+        lab_helpers.qslab("down", check=False, timeout=120)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="default", help="lab link profile (lab/qslab profiles)")
+    ap.add_argument("--channel-rate", type=float, default=5,
+                    help="channel rate in Mbit/s (0: unlimited); default 5, as in the paper's Table 5")
+    ap.add_argument("--size-mb", type=int, default=10, help="size of the fetched file")
+    ap.add_argument("--timeout", type=int, default=90, help="seconds per fetch")
+    ap.add_argument("--no-censor", action="store_true", help="leave the censor off")
+    ap.add_argument("--json", help="also write the table to this file")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("demo: run as root (it builds network namespaces)")
+    demo = Demo(args)
+    try:
+        demo.up()
+        for path in ("native", "full VPN", "QUICstep"):
+            demo.run_path(path)
+        demo.table()
+    finally:
+        demo.down()
+    return 0 if all(r[3] == "ok" for r in demo.rows if not (r[2] == "blocked.test" and r[1] == "native")) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
