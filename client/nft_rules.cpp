@@ -78,12 +78,15 @@ void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   // Fragments carry no port (non-first ones) or only part of a datagram: never native.
   o << "    ip frag-off & 0x3fff != 0 goto to_channel\n"
        "    exthdr frag exists goto to_channel\n";
+  // QUIC first: the bulk path evaluates as few rules as possible. A datagram to a QUIC port
+  // from port 53 is not a loophole: it can only reach the native path through the native
+  // set, which only the classifier fills, and the classifier sends port 53 to the channel.
+  o << "    udp dport " << port_set(s.quic_ports) << " goto quic_out\n";
   if (s.dns_to_channel) {
     o << "    udp dport 53 goto to_channel\n    udp sport 53 goto to_channel\n"
          "    tcp dport 53 goto to_channel\n    tcp sport 53 goto to_channel\n";
   }
   if (s.tcp_to_channel) o << "    meta l4proto tcp goto to_channel\n";
-  o << "    udp dport " << port_set(s.quic_ports) << " goto quic_out\n";
   if (s.other_udp_to_channel) o << "    meta l4proto udp goto to_channel\n";
   if (s.other_protocols_to_channel) {
     o << "    meta l4proto != { tcp, udp } goto to_channel\n";
@@ -95,23 +98,26 @@ constexpr const char* kFlow4 = "ip saddr . udp sport . ip daddr . udp dport";
 constexpr const char* kFlow6 = "ip6 saddr . udp sport . ip6 daddr . udp dport";
 
 void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
+  // Every way out of this chain but one sets the channel (or queue) mark. The one exception
+  // is a flow already decided native: its packets keep their mark unchanged, so that the
+  // route chain does not re-route them (a route lookup per packet on the bulk path).
   o << "  chain quic_out {\n"
-       "    " << set_mark(s, s.mark_channel) << "\n"
        // Shorter than any protected short-header packet (1 + 4 + 16 sample): unparseable.
-       "    udp length < 29 return\n"
+       "    udp length < 29 goto to_channel\n"
        // Long header (first payload bit 1): the channel, decided here.
-       "    @th,64,1 1 return\n"
+       "    @th,64,1 1 goto to_channel\n"
        "    meta length > " << s.gso_threshold << " goto decide_out\n"
        // A flow decided earlier: refresh its element (a live flow never expires from the
        // set, however long it lasts; the daemon's classifier only sees queued packets).
-       "    " << kFlow4 << " @native4 update @native4 { " << kFlow4 << " } goto to_native\n"
-       "    " << kFlow6 << " @native6 update @native6 { " << kFlow6 << " } goto to_native\n"
-       "    " << kFlow4 << " @channel4 update @channel4 { " << kFlow4 << " } return\n"
-       "    " << kFlow6 << " @channel6 update @channel6 { " << kFlow6 << " } return\n"
+       "    " << kFlow4 << " @native4 update @native4 { " << kFlow4
+    << " } counter name \"native_out\" return\n"
+       "    " << kFlow6 << " @native6 update @native6 { " << kFlow6
+    << " } counter name \"native_out\" return\n"
+       "    " << kFlow4 << " @channel4 update @channel4 { " << kFlow4 << " } goto to_channel\n"
+       "    " << kFlow6 << " @channel6 update @channel6 { " << kFlow6 << " } goto to_channel\n"
        "    goto decide_out\n"
        "  }\n";
   o << "  chain to_channel {\n    " << set_mark(s, s.mark_channel) << "\n  }\n";
-  o << "  chain to_native {\n    " << set_mark(s, s.mark_native) << "\n  }\n";
   o << "  chain decide_out {\n    counter name \"decide_out\"\n    "
     << set_mark(s, s.mark_decide_out) << "\n  }\n";
 }
@@ -125,6 +131,7 @@ void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
        // Still DECIDE_OUT here: no daemon listened (queue bypass), routed to the channel.
        "    " << mark_is(s, s.mark_decide_out) << " counter name \"channel_out\"" << zone
     << " accept\n"
+       // Marked native by a daemon verdict (the kernel's fast path counted in quic_out).
        "    " << mark_is(s, s.mark_native) << " counter name \"native_out\" accept\n"
        "  }\n";
 }

@@ -8,8 +8,9 @@
 //   -310 `out_decide` (type route: the kernel re-routes when the mark changes)
 //        lo, the channel's own endpoint: untouched. Fragments, DNS, TCP, QUIC long headers,
 //        UDP too short for a QUIC packet: mark CHANNEL. UDP short headers to QUIC ports:
-//        CHANNEL|..., then a flow in @native4/6 gets NATIVE, in @channel4/6 stays CHANNEL,
-//        anything else gets DECIDE_OUT (which policy routing also sends to the channel).
+//        a flow in @native4/6 keeps its mark (no re-route on the bulk path: the daemon
+//        decided it native), in @channel4/6 gets CHANNEL, anything else gets DECIDE_OUT
+//        (which policy routing also sends to the channel).
 //        GSO super-packets (longer than gso_threshold) always get DECIDE_OUT: later segments
 //        may be long headers, and the kernel segments them before queueing.
 //   -300 iptables raw OUTPUT: mark DECIDE_OUT -> NFQUEUE --queue-bypass (no daemon: accept

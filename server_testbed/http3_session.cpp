@@ -181,7 +181,7 @@ int Http3Session::on_end_stream(Request* req) {
 
 int Http3Session::respond(Request* req, int status, std::uint64_t length, bool body) {
   const std::string status_text = std::to_string(status);
-  const std::string length_text = std::to_string(body ? length : 0);
+  const std::string length_text = std::to_string(length);  // also for HEAD
   const std::array<nghttp3_nv, 3> nva{make_nv(":status", status_text),
                                       make_nv("server", "quicstep-server"),
                                       make_nv("content-length", length_text)};

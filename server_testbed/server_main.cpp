@@ -106,24 +106,28 @@ void write_stats(const std::string& path, const nlohmann::json& j) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"quicstep-server: HTTP/3 test server cluster with CID steering"};
-  std::string listen = "198.18.210.10:443", migration = "full", key_hex;
-  qs::ServerConfig cfg;
-  unsigned cid_len = 16, config_id = 0;
+// Options that need checking beyond CLI11's: filled by parse_command_line.
+struct RawOptions {
+  std::string listen = "198.18.210.10:443";
+  std::string migration = "full";
+  std::string key_hex;
+  unsigned cid_len = 16;
+  unsigned config_id = 0;
   bool no_steering = false;
-  app.add_option("--listen", listen, "address:port or [address]:port every worker binds");
+};
+
+void add_options(CLI::App& app, qs::ServerConfig& cfg, RawOptions& raw) {
+  app.add_option("--listen", raw.listen, "address:port or [address]:port every worker binds");
   app.add_option("--workers", cfg.workers, "worker threads/sockets (1-64)")->check(CLI::Range(1, 64));
   app.add_flag("--pin", cfg.pin, "pin worker i to CPU i % ncpu");
-  app.add_flag("--no-steering", no_steering, "do not attach the SK_REUSEPORT program");
+  app.add_flag("--no-steering", raw.no_steering, "do not attach the SK_REUSEPORT program");
   app.add_flag("--retry", cfg.retry, "host Retry: validate every client address first");
-  app.add_option("--migration", migration, "full | port-only | none | stale-path");
-  app.add_option("--cid-len", cid_len, "issued CID length (4-20; 10-20 with --cid-key)")
+  app.add_option("--migration", raw.migration, "full | port-only | none | stale-path");
+  app.add_option("--cid-len", raw.cid_len, "issued CID length (4-20; 10-20 with --cid-key)")
       ->check(CLI::Range(4, 20));
-  app.add_option("--cid-config-id", config_id, "CID config rotation bits (0-2)")->check(CLI::Range(0, 2));
-  app.add_option("--cid-key", key_hex, "obfuscate worker ids with this 64-bit key (16 hex digits)");
+  app.add_option("--cid-config-id", raw.config_id, "CID config rotation bits (0-2)")
+      ->check(CLI::Range(0, 2));
+  app.add_option("--cid-key", raw.key_hex, "obfuscate worker ids with this 64-bit key (16 hex digits)");
   app.add_option("--cert", cfg.cert_file, "PEM certificate")->required();
   app.add_option("--key", cfg.key_file, "PEM private key")->required();
   app.add_option("--htdocs", cfg.htdocs, "directory to serve (besides /bytes/N)");
@@ -132,37 +136,87 @@ int main(int argc, char** argv) {
   app.add_option("--max-connections", cfg.max_connections, "per worker");
   app.add_option("--stats-file", cfg.stats_file, "JSON counters, rewritten every second");
   app.add_option("--duration", cfg.duration_s, "exit after this many seconds (0: on signal)");
-  CLI11_PARSE(app, argc, argv);
+}
 
-  std::string error;
-  if (!parse_endpoint(listen, &cfg.listen, &error)) {
-    std::cerr << "quicstep-server: " << error << "\n";
-    return 2;
-  }
+// Completes cfg from raw; false with *error quoting the bad value.
+bool finish_config(const RawOptions& raw, qs::ServerConfig& cfg, std::string* error) {
+  if (!parse_endpoint(raw.listen, &cfg.listen, error)) return false;
   cfg.listen_len = qs::sockaddr_len(cfg.listen);
-  const auto policy = qs::parse_migration_policy(migration);
+  const auto policy = qs::parse_migration_policy(raw.migration);
   if (!policy) {
-    std::cerr << "quicstep-server: --migration is not full|port-only|none|stale-path: `"
-              << migration << "'\n";
-    return 2;
+    *error = "--migration is not full|port-only|none|stale-path: `" + raw.migration + "'";
+    return false;
   }
   cfg.migration = *policy;
-  cfg.steering = !no_steering;
-  cfg.cid.cid_len = static_cast<std::uint8_t>(cid_len);
-  cfg.cid.config_id = static_cast<std::uint8_t>(config_id);
+  cfg.steering = !raw.no_steering;
+  cfg.cid.cid_len = static_cast<std::uint8_t>(raw.cid_len);
+  cfg.cid.config_id = static_cast<std::uint8_t>(raw.config_id);
   cfg.cid.worker_count = cfg.workers;
-  if (!key_hex.empty()) {
+  if (!raw.key_hex.empty()) {
+    const std::string& hex = raw.key_hex;
     std::uint64_t key = 0;
-    const auto [end, ec] = std::from_chars(key_hex.data(), key_hex.data() + key_hex.size(), key, 16);
-    if (ec != std::errc() || end != key_hex.data() + key_hex.size() || key_hex.size() != 16) {
-      std::cerr << "quicstep-server: --cid-key is not 16 hex digits: `" << key_hex << "'\n";
-      return 2;
+    const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), key, 16);
+    if (ec != std::errc() || end != hex.data() + hex.size() || hex.size() != 16) {
+      *error = "--cid-key is not 16 hex digits: `" + hex + "'";
+      return false;
     }
     cfg.cid.key = key;
   }
+  return true;
+}
+
+// Loads the program, fills its config and sockarray, attaches it to the group.
+std::unique_ptr<qs::Steering> start_steering(const qs::ServerConfig& cfg,
+                                             const std::vector<std::unique_ptr<qs::Worker>>& workers,
+                                             std::string* error) {
+  auto loaded = qs::Steering::open(error);
+  if (!loaded) return nullptr;
+  std::unique_ptr<qs::Steering> steering = std::move(*loaded);
+  bool ok = static_cast<bool>(steering->set_config(qs::to_bpf_config(cfg.cid, true)));
+  for (std::uint32_t i = 0; ok && i < cfg.workers; ++i) {
+    ok = static_cast<bool>(steering->add_socket(i, workers[i]->fd()));
+  }
+  ok = ok && static_cast<bool>(steering->attach(workers[0]->fd()));
+  if (!ok) {
+    *error = std::strerror(errno);
+    return nullptr;
+  }
+  return steering;
+}
+
+// Writes the stats every second until SIGINT/SIGTERM or the duration ends.
+void wait_for_stop(const qs::ServerConfig& cfg, const sigset_t& stop_signals,
+                   const std::vector<std::unique_ptr<qs::Worker>>& workers,
+                   const qs::Steering* steering) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    timespec one_second{1, 0};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &one_second);
+    write_stats(cfg.stats_file, stats_json(cfg, workers, steering));
+    if (sig == SIGINT || sig == SIGTERM) return;
+    if (cfg.duration_s > 0 &&
+        std::chrono::steady_clock::now() - start >= std::chrono::seconds(cfg.duration_s)) {
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"quicstep-server: HTTP/3 test server cluster with CID steering"};
+  qs::ServerConfig cfg;
+  RawOptions raw;
+  add_options(app, cfg, raw);
+  CLI11_PARSE(app, argc, argv);
+  std::string error;
+  if (!finish_config(raw, cfg, &error)) {
+    std::cerr << "quicstep-server: " << error << "\n";
+    return 2;
+  }
   auto codec = qs::CidCodec::create(cfg.cid);
   if (!codec) {
-    std::cerr << "quicstep-server: bad CID config (length " << cid_len
+    std::cerr << "quicstep-server: bad CID config (--cid-len " << raw.cid_len
               << "; obfuscation needs >= 10)\n";
     return 2;
   }
@@ -192,19 +246,9 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<qs::Steering> steering;
   if (cfg.steering) {
-    auto loaded = qs::Steering::open(&error);
-    if (!loaded) {
-      std::cerr << "quicstep-server: loading the steering program: " << error << "\n";
-      return 1;
-    }
-    steering = std::move(*loaded);
-    bool ok = static_cast<bool>(steering->set_config(qs::to_bpf_config(cfg.cid, true)));
-    for (std::uint32_t i = 0; ok && i < cfg.workers; ++i) {
-      ok = static_cast<bool>(steering->add_socket(i, workers[i]->fd()));
-    }
-    ok = ok && static_cast<bool>(steering->attach(workers[0]->fd()));
-    if (!ok) {
-      std::cerr << "quicstep-server: attaching the steering program: " << std::strerror(errno) << "\n";
+    steering = start_steering(cfg, workers, &error);
+    if (!steering) {
+      std::cerr << "quicstep-server: steering program: " << error << "\n";
       return 1;
     }
   }
@@ -222,20 +266,9 @@ int main(int argc, char** argv) {
     }
   }
   std::cerr << "quicstep-server: " << cfg.workers << " workers on " << qs::to_string(cfg.listen)
-            << ", steering " << (steering ? "on" : "off") << ", migration " << migration
+            << ", steering " << (steering ? "on" : "off") << ", migration " << raw.migration
             << ", retry " << (cfg.retry ? "on" : "off") << "\n";
-
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    timespec one_second{1, 0};
-    const int sig = sigtimedwait(&stop_signals, nullptr, &one_second);
-    write_stats(cfg.stats_file, stats_json(cfg, workers, steering.get()));
-    if (sig == SIGINT || sig == SIGTERM) break;
-    if (cfg.duration_s > 0 &&
-        std::chrono::steady_clock::now() - start >= std::chrono::seconds(cfg.duration_s)) {
-      break;
-    }
-  }
+  wait_for_stop(cfg, stop_signals, workers, steering.get());
   stop = true;
   for (auto& t : threads) t.join();
   const auto final_stats = stats_json(cfg, workers, steering.get());

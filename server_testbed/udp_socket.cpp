@@ -27,6 +27,15 @@ UdpSocket& UdpSocket::operator=(UdpSocket&& other) noexcept {
 
 UdpSocket UdpSocket::open_reuseport(const sockaddr_storage& addr, socklen_t len,
                                     std::string* error) {
+  return open(addr, len, true, error);
+}
+
+UdpSocket UdpSocket::open_client(const sockaddr_storage& addr, socklen_t len, std::string* error) {
+  return open(addr, len, false, error);
+}
+
+UdpSocket UdpSocket::open(const sockaddr_storage& addr, socklen_t len, bool reuseport,
+                          std::string* error) {
   auto fail = [&](const char* what, int fd) {
     if (error) *error = std::string(what) + ": " + std::strerror(errno);
     if (fd >= 0) ::close(fd);
@@ -35,7 +44,7 @@ UdpSocket UdpSocket::open_reuseport(const sockaddr_storage& addr, socklen_t len,
   const int fd = ::socket(addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return fail("socket", -1);
   const int one = 1;
-  if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+  if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
     return fail("SO_REUSEPORT", fd);
   }
   if (addr.ss_family == AF_INET6) {

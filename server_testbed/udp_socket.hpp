@@ -21,6 +21,9 @@ class UdpSocket {
   // socket + SO_REUSEPORT (+ IPV6_V6ONLY) + bind. On failure returns an invalid socket and
   // sets *error to "what: strerror".
   static UdpSocket open_reuseport(const sockaddr_storage& addr, socklen_t len, std::string* error);
+  // The same without SO_REUSEPORT, for clients binding port 0: with SO_REUSEPORT the kernel
+  // may hand two sockets the same ephemeral port, and they then share each other's packets.
+  static UdpSocket open_client(const sockaddr_storage& addr, socklen_t len, std::string* error);
 
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
@@ -35,6 +38,8 @@ class UdpSocket {
 
  private:
   explicit UdpSocket(int fd) : fd_(fd) {}
+  static UdpSocket open(const sockaddr_storage& addr, socklen_t len, bool reuseport,
+                        std::string* error);
   int fd_ = -1;
 };
 

@@ -104,7 +104,7 @@ void Worker::on_datagram(const std::uint8_t* data, std::size_t len, const sockad
     if (is_long) {
       accept(data, len, from, ecn, now);
     } else {
-      not_found(vc.dcid, vc.dcidlen, data[0]);
+      not_found(vc.dcid, vc.dcidlen);
     }
     return;
   }
@@ -113,8 +113,7 @@ void Worker::on_datagram(const std::uint8_t* data, std::size_t len, const sockad
   handle(conn, conn->on_datagram(from, data, len, ecn, now));
 }
 
-void Worker::not_found(const std::uint8_t* dcid, std::size_t dcidlen, std::uint8_t first) {
-  (void)first;
+void Worker::not_found(const std::uint8_t* dcid, std::size_t dcidlen) {
   auto owner = codec_.decode(std::span<const std::uint8_t>(dcid, dcidlen));
   if (owner && *owner != id_) {
     WorkerCounters::add(counters_.misdirected);
@@ -132,7 +131,7 @@ void Worker::accept(const std::uint8_t* data, std::size_t len, const sockaddr_st
     // Not an acceptable Initial: a Handshake/0-RTT/short packet of an unknown connection.
     ngtcp2_version_cid vc{};
     if (ngtcp2_pkt_decode_version_cid(&vc, data, len, codec_.cid_len()) == 0) {
-      not_found(vc.dcid, vc.dcidlen, data[0]);
+      not_found(vc.dcid, vc.dcidlen);
     } else {
       WorkerCounters::add(counters_.malformed);
     }

@@ -56,7 +56,7 @@ class Worker {
  private:
   void accept(const std::uint8_t* data, std::size_t len, const sockaddr_storage& from,
               std::uint32_t ecn, ngtcp2_tstamp now);
-  void not_found(const std::uint8_t* dcid, std::size_t dcidlen, std::uint8_t first);
+  void not_found(const std::uint8_t* dcid, std::size_t dcidlen);
   void send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& to);
   void send_version_negotiation(const ngtcp2_version_cid& vc, const sockaddr_storage& to);
   void handle(Connection* conn, Connection::Status status);

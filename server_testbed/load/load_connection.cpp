@@ -73,7 +73,7 @@ ngtcp2_path path_of(sockaddr_storage& local, sockaddr_storage& remote) {
 
 // A client socket bound to addr (port 0); *bound gets the address with its port.
 UdpSocket open_bound(const sockaddr_storage& addr, sockaddr_storage* bound, std::string* error) {
-  UdpSocket s = UdpSocket::open_reuseport(addr, sockaddr_len(addr), error);
+  UdpSocket s = UdpSocket::open_client(addr, sockaddr_len(addr), error);
   if (!s.valid()) return s;
   socklen_t len = sizeof(*bound);
   getsockname(s.fd(), reinterpret_cast<sockaddr*>(bound), &len);
@@ -275,7 +275,12 @@ void LoadConnection::on_readable(int fd, ngtcp2_tstamp now) {
     reading_new_path_ = fd == sock_.fd();
     const int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, buf.data(),
                                         static_cast<std::size_t>(n), now);
-    if (result_.handover_ms == -2) result_.handover_ms = ms(now - migrated_at_);
+    if (result_.handover_ms == -2) {
+      result_.handover_ms = ms(now - migrated_at_);
+      // The new path carries data: the old socket is done (keeps 10,000 connections
+      // within the descriptor limit). Closing it also removes it from the caller's epoll.
+      if (fd != old_sock_.fd()) old_sock_ = UdpSocket();
+    }
     if (rv != 0) return finish(false, std::string("read: ") + ngtcp2_strerror(rv), now);
     if (result_.success) return finish(true, "", now);
   }

@@ -56,6 +56,88 @@ void watch(int ep, int fd, std::size_t index) {
   epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+// Starts the connections (all at once, or open-loop at `rate` per second) and drives them
+// until all finished or timeout_s passed.
+void run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cred,
+             unsigned connections, double rate, unsigned timeout_s,
+             std::vector<std::unique_ptr<qs::LoadConnection>>& conns,
+             std::vector<std::string>& start_errors) {
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  const ngtcp2_tstamp t0 = qs::monotonic_now();
+  const ngtcp2_tstamp end = t0 + static_cast<ngtcp2_tstamp>(timeout_s) * NGTCP2_SECONDS;
+  std::size_t started = 0, done = 0;
+  std::vector<epoll_event> events(256);
+  while (done < connections && qs::monotonic_now() < end) {
+    ngtcp2_tstamp now = qs::monotonic_now();
+    while (started < connections &&
+           (rate <= 0 || static_cast<double>(now - t0) / NGTCP2_SECONDS * rate >= static_cast<double>(started))) {
+      conns[started] = qs::LoadConnection::start(opt, cred, now, &start_errors[started]);
+      if (conns[started]) {
+        watch(ep, conns[started]->fd(), started);
+      } else {
+        ++done;
+      }
+      ++started;
+    }
+    ngtcp2_tstamp next = now + 10 * NGTCP2_MILLISECONDS;
+    for (auto& c : conns) if (c && !c->finished()) next = std::min(next, c->next_deadline());
+    const int wait_ms = next > now ? static_cast<int>((next - now) / NGTCP2_MILLISECONDS) : 0;
+    const int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), wait_ms);
+    now = qs::monotonic_now();
+    for (int i = 0; i < n; ++i) {
+      auto& c = conns[events[i].data.u64 >> 32];
+      if (!c || c->finished()) continue;
+      c->on_readable(static_cast<int>(events[i].data.u64 & 0xffffffffu), now);
+      if (c->take_new_fd()) watch(ep, c->fd(), events[i].data.u64 >> 32);
+      if (c->finished()) ++done;
+    }
+    for (std::size_t i = 0; i < started; ++i) {
+      auto& c = conns[i];
+      if (!c || c->finished() || c->next_deadline() > now) continue;
+      c->on_expiry(now);
+      if (c->take_new_fd()) watch(ep, c->fd(), i);
+      if (c->finished()) ++done;
+    }
+  }
+  close(ep);
+}
+
+// Per-connection results and the summary.
+nlohmann::json summarize(const std::vector<std::unique_ptr<qs::LoadConnection>>& conns,
+                         const std::vector<std::string>& start_errors, nlohmann::json* per_out) {
+  const std::size_t connections = conns.size();
+  nlohmann::json per = nlohmann::json::array();
+  std::vector<double> handover, duration;
+  std::size_t ok = 0, migrated = 0, with_handover = 0;
+  std::uint64_t bytes = 0, ptos = 0;
+  for (std::size_t i = 0; i < connections; ++i) {
+    const auto* c = conns[i].get();
+    if (!c) {
+      per.push_back({{"id", i}, {"success", false}, {"error", start_errors[i]}});
+      continue;
+    }
+    const qs::LoadResult& r = c->result();
+    const bool success = c->finished() && r.success;
+    ok += success;
+    migrated += r.migrated;
+    bytes += r.bytes;
+    ptos += r.pto_count;
+    if (r.handover_ms >= 0) { handover.push_back(r.handover_ms); ++with_handover; }
+    if (success) duration.push_back(r.duration_ms);
+    per.push_back({{"id", i}, {"success", success}, {"bytes", r.bytes}, {"migrated", r.migrated},
+                   {"handover_ms", r.handover_ms}, {"duration_ms", r.duration_ms},
+                   {"pto_count", r.pto_count},
+                   {"error", c->finished() ? r.error : std::string("timeout")}});
+  }
+  const nlohmann::json summary = {
+      {"connections", connections}, {"succeeded", ok}, {"failed", connections - ok},
+      {"migrated", migrated}, {"handover_measured", with_handover}, {"bytes", bytes},
+      {"handover_ms_p50", percentile(handover, 0.5)}, {"handover_ms_p99", percentile(handover, 0.99)},
+      {"duration_ms_p50", percentile(duration, 0.5)}, {"pto_total", ptos}};
+  *per_out = std::move(per);
+  return summary;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,75 +183,12 @@ int main(int argc, char** argv) {
   gnutls_certificate_credentials_t cred = nullptr;
   gnutls_certificate_allocate_credentials(&cred);
 
-  const int ep = epoll_create1(EPOLL_CLOEXEC);
   std::vector<std::unique_ptr<qs::LoadConnection>> conns(connections);
   std::vector<std::string> start_errors(connections);
-  const ngtcp2_tstamp t0 = qs::monotonic_now();
-  const ngtcp2_tstamp end = t0 + static_cast<ngtcp2_tstamp>(timeout_s) * NGTCP2_SECONDS;
-  std::size_t started = 0, done = 0;
-  std::vector<epoll_event> events(256);
-  while (done < connections && qs::monotonic_now() < end) {
-    ngtcp2_tstamp now = qs::monotonic_now();
-    while (started < connections &&
-           (rate <= 0 || static_cast<double>(now - t0) / NGTCP2_SECONDS * rate >= static_cast<double>(started))) {
-      conns[started] = qs::LoadConnection::start(opt, cred, now, &start_errors[started]);
-      if (conns[started]) {
-        watch(ep, conns[started]->fd(), started);
-      } else {
-        ++done;
-      }
-      ++started;
-    }
-    ngtcp2_tstamp next = now + 10 * NGTCP2_MILLISECONDS;
-    for (auto& c : conns) if (c && !c->finished()) next = std::min(next, c->next_deadline());
-    const int wait_ms = next > now ? static_cast<int>((next - now) / NGTCP2_MILLISECONDS) : 0;
-    const int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), wait_ms);
-    now = qs::monotonic_now();
-    for (int i = 0; i < n; ++i) {
-      auto& c = conns[events[i].data.u64 >> 32];
-      if (!c || c->finished()) continue;
-      c->on_readable(static_cast<int>(events[i].data.u64 & 0xffffffffu), now);
-      if (c->take_new_fd()) watch(ep, c->fd(), events[i].data.u64 >> 32);
-      if (c->finished()) ++done;
-    }
-    for (std::size_t i = 0; i < started; ++i) {
-      auto& c = conns[i];
-      if (!c || c->finished() || c->next_deadline() > now) continue;
-      c->on_expiry(now);
-      if (c->take_new_fd()) watch(ep, c->fd(), i);
-      if (c->finished()) ++done;
-    }
-  }
-  close(ep);
-
-  nlohmann::json per = nlohmann::json::array();
-  std::vector<double> handover, duration;
-  std::size_t ok = 0, migrated = 0, with_handover = 0;
-  std::uint64_t bytes = 0, ptos = 0;
-  for (std::size_t i = 0; i < connections; ++i) {
-    const auto* c = conns[i].get();
-    if (!c) {
-      per.push_back({{"id", i}, {"success", false}, {"error", start_errors[i]}});
-      continue;
-    }
-    const qs::LoadResult& r = c->result();
-    const bool success = c->finished() && r.success;
-    ok += success;
-    migrated += r.migrated;
-    bytes += r.bytes;
-    ptos += r.pto_count;
-    if (r.handover_ms >= 0) { handover.push_back(r.handover_ms); ++with_handover; }
-    if (success) duration.push_back(r.duration_ms);
-    per.push_back({{"id", i}, {"success", success}, {"bytes", r.bytes}, {"migrated", r.migrated},
-                   {"handover_ms", r.handover_ms}, {"duration_ms", r.duration_ms},
-                   {"pto_count", r.pto_count},
-                   {"error", c->finished() ? r.error : std::string("timeout")}});
-  }
-  const nlohmann::json summary = {
-      {"connections", connections}, {"succeeded", ok}, {"failed", connections - ok},
-      {"migrated", migrated}, {"handover_measured", with_handover}, {"bytes", bytes},
-      {"handover_ms_p50", percentile(handover, 0.5)}, {"handover_ms_p99", percentile(handover, 0.99)},
-      {"duration_ms_p50", percentile(duration, 0.5)}, {"pto_total", ptos}};
+  run_all(opt, cred, connections, rate, timeout_s, conns, start_errors);
+  nlohmann::json per;
+  const nlohmann::json summary = summarize(conns, start_errors, &per);
+  const std::size_t ok = summary["succeeded"].get<std::size_t>();
   if (!json_file.empty()) {
     std::ofstream(json_file) << nlohmann::json{{"summary", summary}, {"connections", per}}.dump(1);
   }

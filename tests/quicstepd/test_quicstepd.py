@@ -256,7 +256,7 @@ class QuicstepdLab(unittest.TestCase):
         # path (as when a server keeps sending to the old address): the censor drops every
         # server-to-client QUIC packet on the native link. The flow must fail back.
         addrs = ", ".join(a for a in self.client_native if ":" not in a)
-        rules = ("table inet qsd_test_noanswer {\n chain fwd {\n"
+        rules = ("table inet qsd_test_noanswer {\n chain forward_drop {\n"
                  "  type filter hook forward priority 0; policy accept;\n"
                  f"  ip daddr {{ {addrs} }} udp sport 443 drop\n }}\n}}\n")
         subprocess.run(["ip", "netns", "exec", self.censor_ns, "nft", "-f", "-"], input=rules,

@@ -76,6 +76,16 @@ def make_cert(workdir):
     return cert, key
 
 
+def spki_hash(cert):
+    """base64 SHA-256 of the certificate's SubjectPublicKeyInfo (Chromium's pin format)."""
+    pub = sh("openssl", "x509", "-in", cert, "-pubkey", "-noout").stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pub.encode(),
+                         stdout=subprocess.PIPE, check=True).stdout
+    import base64
+    import hashlib
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
 class Server:
     """quicstep-server in NS_S; stop() returns its final counters (JSON)."""
 

@@ -16,6 +16,7 @@ import unittest
 import srvt_env as env
 
 SERVER = os.environ.get("QS_SERVER", "")
+LOAD = os.environ.get("QS_LOAD", "")
 BODY = 6_000_000
 URI = f"https://localhost/bytes/{BODY}"
 
@@ -197,6 +198,98 @@ class SteeringAndBadPackets(unittest.TestCase):
         self.assertGreater(env.total(stats, "malformed") + env.total(stats, "unknown_cid"), 100)
         self.assertGreater(env.total(stats, "version_negotiation"), 0)
         self.assertGreater(stats["bpf"]["malformed"], 0)
+
+
+@unittest.skipIf(skip_reason() or not os.path.exists(LOAD), skip_reason() or "QS_LOAD not set")
+class ThousandMigratingConnections(unittest.TestCase):
+    """quicstep-load: 1,000 concurrent connections (arrivals at 250/s, each 200 kB), each
+    moving to a new local port after 50 kB. 4 workers."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = env.tempdir()
+        env.up()
+        # No rate limit here: the 2-core CI machine is the bottleneck, not the link.
+        env.sh("tc", "-n", env.NS_S, "qdisc", "del", "dev", env.IF_S, "root", check=False)
+        cls.cert, cls.key = env.make_cert(cls.work)
+
+    @classmethod
+    def tearDownClass(cls):
+        env.down()
+        env.shutil.rmtree(cls.work, ignore_errors=True)
+
+    def load(self, steering, timeout):
+        args = ["--workers", "4"] + ([] if steering else ["--no-steering"])
+        server = env.Server(SERVER, self.work, self.cert, self.key, *args)
+        try:
+            out = env.netns(env.NS_C, LOAD, "--server", env.S4, "--local", env.C4[0],
+                            "--connections", "1000", "--size", "200000", "--migrate-after",
+                            "50000", "--rate", "250", "--timeout", str(timeout),
+                            "--json", os.path.join(self.work, "load.json"),
+                            check=False, timeout=timeout + 30).stdout
+        finally:
+            stats = server.stop()
+        summary = env.json.loads(out.strip().splitlines()[-1])
+        owned, mis = stats["total"]["owned"], stats["total"]["misdirected"]
+        print(f"\n  steering {'on ' if steering else 'off'}: {summary['succeeded']}/1000 ok, "
+              f"{summary['migrated']} migrated, handover p50 {summary['handover_ms_p50']:.2f} ms "
+              f"p99 {summary['handover_ms_p99']:.2f} ms; short-header packets owned {owned}, "
+              f"misdirected {mis} ({100 * mis / max(1, owned + mis):.1f}%)")
+        return summary, stats
+
+    def test_with_steering_every_transfer_succeeds(self):
+        summary, stats = self.load(True, 40)
+        self.assertEqual(summary["migrated"], 1000)
+        self.assertEqual(summary["succeeded"], 1000)
+        self.assertEqual(stats["total"]["misdirected"], 0)
+        self.assertEqual(stats["bpf"]["select_failed"], 0)
+        # Every packet but the 1,000 first Initials (client-chosen DCIDs) was steered.
+        self.assertGreaterEqual(stats["bpf"]["steered"], stats["bpf"]["packets"] - 1000 - 50)
+
+    def test_without_steering_three_quarters_fail(self):
+        summary, stats = self.load(False, 15)
+        # A migrated connection lands on its own worker with p = 1/4.
+        self.assertGreater(summary["failed"], 600)
+        self.assertLess(summary["failed"], 900)
+        self.assertGreater(stats["total"]["misdirected"], 0)
+
+
+@unittest.skipIf(skip_reason() or not env.shutil.which("chromium-headless-shell"),
+                 skip_reason() or "chromium-headless-shell missing")
+class ChromiumPageLoad(unittest.TestCase):
+    """A real browser loads a page over HTTP/3 from quicstep-server (QUIC forced on)."""
+
+    def test_page_load_over_quic(self):
+        work = env.tempdir()
+        env.up()
+        try:
+            cert, key = env.make_cert(work)
+            htdocs = os.path.join(work, "htdocs")
+            os.makedirs(htdocs)
+            with open(os.path.join(htdocs, "index.html"), "w") as f:
+                f.write("<html><body><p id=marker>served by quicstep-server</p></body></html>")
+            spki = env.spki_hash(cert)
+            server = env.Server(SERVER, work, cert, key, "--workers", "2", "--htdocs", htdocs)
+            try:
+                home = os.path.join(work, "home")
+                os.makedirs(home)
+                out = env.netns(
+                    env.NS_C, "env", f"HOME={home}", "timeout", "-k", "5", "60",
+                    "chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--disable-breakpad", f"--user-data-dir={home}/profile",
+                    "--enable-quic", "--origin-to-force-quic-on=blocked.test:443",
+                    f"--host-resolver-rules=MAP blocked.test {env.S4}",
+                    f"--ignore-certificate-errors-spki-list={spki}", "--dump-dom",
+                    "https://blocked.test/", check=False, timeout=90).stdout
+            finally:
+                stats = server.stop()
+            self.assertIn("served by quicstep-server", out)
+            self.assertGreaterEqual(env.total(stats, "requests"), 1)
+            self.assertGreaterEqual(env.total(stats, "handshakes"), 1)
+        finally:
+            env.down()
+            env.shutil.rmtree(work, ignore_errors=True)
 
 
 # Sent from the client namespace: random bytes, every truncation of a long header, unknown

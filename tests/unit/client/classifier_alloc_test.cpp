@@ -21,8 +21,14 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
+// GCC 12 at -O2 inlines these into std::allocator and then flags free() on memory from
+// "operator new" (-Wmismatched-new-delete): a false positive, since the matching operator
+// new above is malloc.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace quicstep::client {
 namespace {

@@ -40,16 +40,18 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(has(decide, "exthdr frag exists goto to_channel"));
   EXPECT_TRUE(has(decide, "udp dport { 443 } goto quic_out"));
   const std::string quic = chain(t, "quic_out");
-  // The channel mark is set before anything else can match: a failure later leaves it.
-  const auto first = quic.find("meta mark set");
-  EXPECT_NE(first, std::string::npos);
-  EXPECT_TRUE(has(quic.substr(first, 60), "| 0x51"));
-  EXPECT_LT(first, quic.find("@th,64,1 1 return"));
-  EXPECT_LT(quic.find("@th,64,1 1 return"), quic.find("@native4"));
+  // Every rule ends in the channel, the queue, or (only) a native-set match; the chain
+  // falls off its end nowhere.
+  EXPECT_TRUE(has(quic, "udp length < 29 goto to_channel"));
+  EXPECT_LT(quic.find("@th,64,1 1 goto to_channel"), quic.find("@native4"));
+  EXPECT_TRUE(quic.substr(quic.rfind("\n    ")).find("goto decide_out") != std::string::npos);
+  EXPECT_EQ(quic.find("meta mark set"), std::string::npos);  // native fast path: no re-route
+  EXPECT_TRUE(has(chain(t, "to_channel"), "meta mark set meta mark & 0xffffff00 | 0x51"));
   // GSO super-packets are queued before the native-set fast path.
   EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
   EXPECT_TRUE(has(quic, "ip6 saddr . udp sport . ip6 daddr . udp dport @native6 update @native6 "
-                        "{ ip6 saddr . udp sport . ip6 daddr . udp dport } goto to_native"));
+                        "{ ip6 saddr . udp sport . ip6 daddr . udp dport } counter name "
+                        "\"native_out\" return"));
   // Decided flows refresh their element: sets are dynamic with timeouts.
   EXPECT_TRUE(has(t, "set native4 {\n    type ipv4_addr . inet_service . ipv4_addr . inet_service\n"
                      "    flags dynamic,timeout\n    timeout 120s\n    size 65536\n  }"));
