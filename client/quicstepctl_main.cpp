@@ -45,8 +45,10 @@ void print_human(const nlohmann::json& s) {
   std::cout << "channel: " << s["channel"]["interface"].get<std::string>() << " ("
             << s["channel"]["addressing"].get<std::string>() << ")\n";
   for (const char* p : {"channel", "native"}) {
-    std::cout << "  " << p << ": " << s["paths"][p]["packets"] << " packets, "
-              << human_bytes(s["paths"][p]["bytes"].get<double>()) << "\n";
+    std::cout << "  " << p << ": out " << s["paths"][p]["packets"] << " packets, "
+              << human_bytes(s["paths"][p]["bytes"].get<double>()) << "; in "
+              << s["paths"][p]["in_packets"] << " packets, "
+              << human_bytes(s["paths"][p]["in_bytes"].get<double>()) << "\n";
   }
   std::printf("  channel load ratio: %.2f%%\n", 100.0 * s["channel_load_ratio"].get<double>());
   std::cout << "flows: " << s["flows"]["tracked"] << " tracked\n"

@@ -24,13 +24,21 @@ nlohmann::json status_json(const StatusSnapshot& s) {
   const Counters& c = s.classifier->counters();
   const KernelCounter ch = get(s.kernel, "channel_out");
   const KernelCounter na = get(s.kernel, "native_out");
+  const KernelCounter ch_in = get(s.kernel, "channel_in");
+  const KernelCounter na_in = get(s.kernel, "native_in");
   nlohmann::json j;
   // The kernel's view counts every packet leaving on each path, including those decided
-  // in the kernel (DNS, TCP, long headers, flows in the native set) and by the daemon.
-  j["paths"] = {{"channel", path_json(ch.packets, ch.bytes)},
-                {"native", path_json(na.packets, na.bytes)}};
-  const double total = static_cast<double>(ch.bytes + na.bytes);
-  j["channel_load_ratio"] = total > 0 ? static_cast<double>(ch.bytes) / total : 0.0;
+  // in the kernel (DNS, TCP, long headers, flows in the native set) and by the daemon;
+  // "in_" is what arrived: everything from the channel, and QUIC (from a QUIC port) natively.
+  auto both = [](const KernelCounter& out, const KernelCounter& in) {
+    return nlohmann::json{{"packets", out.packets}, {"bytes", out.bytes},
+                          {"in_packets", in.packets}, {"in_bytes", in.bytes}};
+  };
+  j["paths"] = {{"channel", both(ch, ch_in)}, {"native", both(na, na_in)}};
+  // The channel's share of all the bytes it could have carried, both directions.
+  const double channel_bytes = static_cast<double>(ch.bytes + ch_in.bytes);
+  const double total = channel_bytes + static_cast<double>(na.bytes + na_in.bytes);
+  j["channel_load_ratio"] = total > 0 ? channel_bytes / total : 0.0;
   nlohmann::json kernel = nlohmann::json::object();
   for (const auto& [name, k] : s.kernel) kernel[name] = path_json(k.packets, k.bytes);
   j["kernel"] = kernel;
@@ -98,7 +106,11 @@ std::string metrics_text(const nlohmann::json& s) {
   metric("quicstep_path_bytes_total", "counter", "Outbound IP bytes per path, kernel counters",
          {{"{path=\"channel\"}", p["channel"]["bytes"]},
           {"{path=\"native\"}", p["native"]["bytes"]}});
-  metric("quicstep_channel_load_ratio", "gauge", "Channel bytes / (channel + native) bytes",
+  metric("quicstep_path_in_bytes_total", "counter", "Inbound IP bytes per path, kernel counters",
+         {{"{path=\"channel\"}", p["channel"]["in_bytes"]},
+          {"{path=\"native\"}", p["native"]["in_bytes"]}});
+  metric("quicstep_channel_load_ratio", "gauge",
+         "Channel bytes / (channel + native) bytes, both directions",
          {{"", s["channel_load_ratio"]}});
   metric("quicstep_flows_tracked", "gauge", "QUIC flows tracked by the classifier",
          {{"", s["flows"]["tracked"]}});

@@ -79,9 +79,8 @@ class Demo:
                 raise RuntimeError(f"gtlsserver did not start in {srv}")
         self.censor = None
         if os.path.exists(CENSOR_START) and not self.args.no_censor:
-            log("censor on: blocks the SNI and DNS name blocked.test")
-            subprocess.run([CENSOR_START, "start", "--block", "blocked.test"], check=True,
-                           capture_output=True, timeout=60)
+            log("censor on (lab/censor/censorctl): blocks SNIs and DNS names under blocked.test")
+            subprocess.run([CENSOR_START, "start"], check=True, capture_output=True, timeout=60)
             self.censor = True
         else:
             log("censor off (lab/censor not built yet): the table shows what it would see")

@@ -31,7 +31,7 @@ INSPECT = find_binary("QS_INSPECT", "quicstep-inspect", "measurement")
 os.environ.setdefault("QSLAB_DELAY_LINE", find_binary("QSLAB_DELAY_LINE", "qs_delay_line", "lab"))
 
 
-def wait_lab_idle(timeout=600):
+def wait_lab_idle(timeout=300):
     """The lab's namespaces have fixed names: wait while another lab test runs (there is
     no lab-wide lock yet)."""
     deadline = time.time() + timeout
@@ -69,6 +69,8 @@ class Procs:
         return p
 
     def stop(self, p, sig=signal.SIGINT, timeout=10):
+        """Signals the process; on a timeout, SIGKILLs its process group (its own session,
+        started by us: the group id is its PID)."""
         if p.poll() is None:
             try:
                 os.kill(p.pid, sig)
@@ -77,7 +79,7 @@ class Procs:
             try:
                 p.wait(timeout)
             except subprocess.TimeoutExpired:
-                os.kill(p.pid, signal.SIGKILL)
+                os.killpg(p.pid, signal.SIGKILL)
                 p.wait(5)
         if p in self.procs:
             self.procs.remove(p)

@@ -12,11 +12,15 @@ TEST(Status, PathsComeFromKernelCountersAndRatioFromBytes) {
   s.classifier = &c;
   s.kernel["channel_out"] = {10, 1000};
   s.kernel["native_out"] = {90, 99000};
+  s.kernel["channel_in"] = {5, 1000};
+  s.kernel["native_in"] = {50, 99000};
   s.channel_interface = "qsw-client";
   s.addressing = "nat";
   const auto j = status_json(s);
   EXPECT_EQ(j["paths"]["channel"]["bytes"], 1000u);
   EXPECT_EQ(j["paths"]["native"]["packets"], 90u);
+  EXPECT_EQ(j["paths"]["native"]["in_bytes"], 99000u);
+  // Both directions: (1000 + 1000) / (1000 + 1000 + 99000 + 99000).
   EXPECT_DOUBLE_EQ(j["channel_load_ratio"].get<double>(), 0.01);
   EXPECT_EQ(j["channel"]["interface"], "qsw-client");
   EXPECT_EQ(j["flows"]["tracked"], 0u);
