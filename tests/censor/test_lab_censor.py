@@ -25,6 +25,7 @@ class CensorLab(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         lab_helpers.require_root(cls)
+        censor_lab.stop()  # a censord left by an interrupted run (by its recorded PID)
         wait_lab_idle()
         shutil.rmtree(WORK, ignore_errors=True)
         os.makedirs(WORK)

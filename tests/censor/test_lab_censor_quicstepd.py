@@ -27,6 +27,7 @@ class CensorQuicstepd(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         lab_helpers.require_root(cls)
+        censor_lab.stop()  # a censord left by an interrupted run (by its recorded PID)
         wait_lab_idle()
         shutil.rmtree(WORKDIR, ignore_errors=True)
         os.makedirs(WORKDIR)
