@@ -49,7 +49,7 @@ def lab_busy():
             continue
         cmd = " ".join(_cmdline(pid))
         if ("unittest" in cmd and ("test_lab" in cmd or "test_quicstepd" in cmd)) or \
-                "make_captures.sh" in cmd or "quicstepd_demo" in cmd:
+                "make_captures.sh" in cmd or "lab/demo.py" in cmd:
             return f"pid {pid}: {cmd[:120]}"
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
     for ns in (n for n in names if n.startswith("qs-")):
