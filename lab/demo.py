@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The main job on the lab: fetch open.test and blocked.test over HTTP/3 natively, through a
+"""The main job on the lab: fetch open.test and blocked.test over HTTP/3 (Debian's gtlsclient
+fetching a file; chromium-headless-shell loading a page that loads it) natively, through a
 full VPN, and through quicstepd, with the censor on the client's ISP router, and print a
 table: client x path x site -> result, time, bytes on the channel and on the native link,
 and the names the censor saw (read from a capture on its client-facing interface by
@@ -22,6 +23,8 @@ import qsd_helpers as h  # noqa: E402  (process, capture and inspect helpers)
 from qsd_helpers import lab_helpers  # noqa: E402
 
 SITES = ("open.test", "blocked.test")
+PAGE_TEXT = "QUICstep demo page"
+CLIENTS = ("gtlsclient", "chromium")
 CENSOR_START = os.path.join(REPO, "lab", "censor", "censorctl")
 
 
@@ -36,7 +39,17 @@ def make_certificate(work):
                     "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
                     "-days", "2", "-subj", "/CN=localhost", "-addext", f"subjectAltName={names}"],
                    check=True, capture_output=True)
-    return key, cert
+    spki = subprocess.run(f"openssl x509 -in {cert} -pubkey -noout | openssl pkey -pubin -outform der"
+                          " | openssl dgst -sha256 -binary | base64", shell=True, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    return key, cert, spki
+
+
+def chromium_binary():
+    for path in ("/usr/lib/chromium/chromium-headless-shell", "/usr/bin/chromium-headless-shell"):
+        if os.path.exists(path):
+            return path
+    raise RuntimeError("chromium-headless-shell is not installed (scripts/install.sh installs it)")
 
 
 def wg_bytes(lab):
@@ -72,7 +85,9 @@ class Demo:
         os.makedirs(htdocs)
         with open(os.path.join(htdocs, "file.bin"), "wb") as f:
             f.write(os.urandom(self.args.size_mb * 1000 * 1000))
-        key, cert = make_certificate(self.work)
+        with open(os.path.join(htdocs, "index.html"), "w") as f:
+            f.write(f"<html><body><p>{PAGE_TEXT}</p><img src=file.bin></body></html>\n")
+        key, cert, self.spki = make_certificate(self.work)
         for srv in {s["netns"] for s in self.lab["servers"]}:
             p = self.procs.start(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
                                        key, cert], os.path.join(self.work, f"gtlsserver-{srv}.log"))
@@ -87,7 +102,9 @@ class Demo:
         else:
             log("censor off (lab/censor not built yet): the table shows what it would see")
 
-    def fetch(self, site):
+    def fetch(self, client, site):
+        if client == "chromium":
+            return self.chromium_fetch(site)
         out_dir = os.path.join(self.work, f"dl-{len(self.rows)}")
         os.makedirs(out_dir)
         cmd = ["timeout", "-k", "5", str(self.args.timeout), "gtlsclient", "--quiet",
@@ -101,6 +118,23 @@ class Demo:
         shutil.rmtree(out_dir, ignore_errors=True)
         return ok, took
 
+    def chromium_fetch(self, site):
+        """chromium-headless-shell, forced onto QUIC, loads a page that also loads the file."""
+        profile = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
+        argv = ["env", f"HOME={profile}", "timeout", "-k", "5", str(self.args.timeout),
+                chromium_binary(), "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-breakpad", f"--user-data-dir={profile}", "--enable-quic",
+                f"--origin-to-force-quic-on={site}:443",
+                f"--ignore-certificate-errors-spki-list={self.spki}", "--dump-dom",
+                f"https://{site}/index.html"]
+        t0 = time.time()
+        res = lab_helpers.in_host(self.lab, "client", *argv, check=False,
+                                  timeout=self.args.timeout + 30)
+        took = time.time() - t0
+        shutil.rmtree(profile, ignore_errors=True)
+        return PAGE_TEXT in res.stdout, took
+
     def run_path(self, path):
         daemon = None
         if path == "full VPN":
@@ -113,11 +147,11 @@ class Demo:
                                                        sock], os.path.join(self.work, "quicstepd.log"))
             h.wait_daemon(self.client_ns, sock, daemon)
         try:
-            for site in SITES:
+            for client, site in [(c, s) for c in CLIENTS for s in SITES]:
                 pcap = os.path.join(self.work, f"censor-{len(self.rows)}.pcap")
                 cap = h.start_capture(self.procs, self.censor_ns, self.censor_if, pcap)
                 before = wg_bytes(self.lab)
-                ok, took = self.fetch(site)
+                ok, took = self.fetch(client, site)
                 channel = wg_bytes(self.lab) - before
                 time.sleep(1.0)
                 self.procs.stop(cap)
@@ -129,9 +163,9 @@ class Demo:
                 names = sorted({p["tls"]["sni"] for p in seen if p.get("tls", {}).get("sni")} |
                                {q["name"] for p in seen if p.get("dns") and not p["dns"]["response"]
                                 for q in p["dns"]["questions"]})
-                self.rows.append(("gtlsclient", path, site, "ok" if ok else "FAILED", took,
+                self.rows.append((client, path, site, "ok" if ok else "FAILED", took,
                                   channel, native, ", ".join(names) or "-"))
-                log(f"{path:9} {site:13} {'ok' if ok else 'FAILED'} in {took:.1f} s")
+                log(f"{client:10} {path:9} {site:13} {'ok' if ok else 'FAILED'} in {took:.1f} s")
         finally:
             if daemon:
                 self.procs.stop(daemon, timeout=20)
