@@ -86,7 +86,13 @@ class Demo:
         with open(os.path.join(htdocs, "file.bin"), "wb") as f:
             f.write(os.urandom(self.args.size_mb * 1000 * 1000))
         with open(os.path.join(htdocs, "index.html"), "w") as f:
-            f.write(f"<html><body><p>{PAGE_TEXT}</p><img src=file.bin></body></html>\n")
+            # A synchronous XHR: the DOM that --dump-dom prints then says how many bytes of the
+            # file arrived (x-user-defined keeps one character per byte).
+            f.write(f"<html><body><p>{PAGE_TEXT}</p><script>var x = new XMLHttpRequest();"
+                    "x.open('GET', '/file.bin', false);"
+                    "x.overrideMimeType('text/plain; charset=x-user-defined'); x.send();"
+                    "document.write('<p>file bytes: ' + x.responseText.length + '</p>');"
+                    "</script></body></html>\n")
         key, cert, self.spki = make_certificate(self.work)
         for srv in {s["netns"] for s in self.lab["servers"]}:
             p = self.procs.start(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
@@ -119,7 +125,8 @@ class Demo:
         return ok, took
 
     def chromium_fetch(self, site):
-        """chromium-headless-shell, forced onto QUIC, loads a page that also loads the file."""
+        """chromium-headless-shell, forced onto QUIC, loads a page whose script fetches the file;
+        success when the page and all of the file's bytes arrived."""
         profile = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
         argv = ["env", f"HOME={profile}", "timeout", "-k", "5", str(self.args.timeout),
                 chromium_binary(), "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -133,7 +140,8 @@ class Demo:
                                   timeout=self.args.timeout + 30)
         took = time.time() - t0
         shutil.rmtree(profile, ignore_errors=True)
-        return PAGE_TEXT in res.stdout, took
+        whole = f"file bytes: {self.args.size_mb * 1000 * 1000}<"
+        return PAGE_TEXT in res.stdout and whole in res.stdout, took
 
     def run_path(self, path):
         daemon = None
