@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "common/tls_client_hello.hpp"
+#include "fuzz_checks.hpp"
 
 namespace {
 
@@ -13,12 +14,7 @@ using quicstep::common::Bytes;
 using quicstep::common::ClientHello;
 using quicstep::common::Error;
 
-void check_inside(Bytes outer, Bytes inner) {
-  if (inner.empty()) return;
-  if (inner.data() < outer.data() || inner.data() + inner.size() > outer.data() + outer.size()) {
-    __builtin_trap();
-  }
-}
+using quicstep::fuzz::check_inside;
 
 void check(Bytes input, const ClientHello& h) {
   if (h.message_length > input.size()) __builtin_trap();

@@ -7,26 +7,16 @@
 
 #include "common/dns_message.hpp"
 #include "common/ip_packet.hpp"
+#include "fuzz_checks.hpp"
 
 namespace {
 
 using quicstep::common::Bytes;
 using quicstep::common::IpPacket;
 
-void check_inside(Bytes outer, Bytes inner) {
-  if (inner.empty()) return;
-  if (inner.data() < outer.data() || inner.data() + inner.size() > outer.data() + outer.size()) {
-    __builtin_trap();
-  }
-}
-
-volatile std::uint8_t sink;
-
-void touch(Bytes b) {
-  std::uint8_t x = 0;
-  for (std::uint8_t v : b) x ^= v;
-  sink = x;
-}
+using quicstep::fuzz::check_inside;
+using quicstep::fuzz::sink;
+using quicstep::fuzz::touch;
 
 void check_packet(Bytes data, const IpPacket& p) {
   check_inside(data, p.ip_payload);

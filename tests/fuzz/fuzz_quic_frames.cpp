@@ -10,6 +10,7 @@
 #include "common/crypto_reassembly.hpp"
 #include "common/quic_frames.hpp"
 #include "common/tls_client_hello.hpp"
+#include "fuzz_checks.hpp"
 
 namespace {
 
@@ -19,12 +20,7 @@ using quicstep::common::CryptoReassembler;
 
 constexpr std::size_t kLimit = 4096;  // small, so the fuzzer reaches the bound
 
-void check_inside(Bytes outer, Bytes inner) {
-  if (inner.empty()) return;
-  if (inner.data() < outer.data() || inner.data() + inner.size() > outer.data() + outer.size()) {
-    __builtin_trap();
-  }
-}
+using quicstep::fuzz::check_inside;
 
 }  // namespace
 

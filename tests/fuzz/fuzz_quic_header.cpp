@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "common/quic_header.hpp"
+#include "fuzz_checks.hpp"
 
 namespace {
 
@@ -13,20 +14,9 @@ using quicstep::common::CoalescedPackets;
 using quicstep::common::QuicHeader;
 using quicstep::common::QuicPacketKind;
 
-void check_inside(Bytes outer, Bytes inner) {
-  if (inner.empty()) return;
-  if (inner.data() < outer.data() || inner.data() + inner.size() > outer.data() + outer.size()) {
-    __builtin_trap();
-  }
-}
-
-volatile std::uint8_t sink;
-
-void touch(Bytes b) {
-  std::uint8_t x = 0;
-  for (std::uint8_t v : b) x ^= v;
-  sink = x;
-}
+using quicstep::fuzz::check_inside;
+using quicstep::fuzz::sink;
+using quicstep::fuzz::touch;
 
 void walk(Bytes datagram, std::size_t short_dcid_len) {
   CoalescedPackets packets(datagram, short_dcid_len);
