@@ -21,6 +21,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "quicstepd"))
 import qsd_helpers as h  # noqa: E402  (process, capture and inspect helpers)
 from qsd_helpers import lab_helpers  # noqa: E402
+from qslab_lib import peers  # noqa: E402  (importable once lab_helpers is)
 
 SITES = ("open.test", "blocked.test")
 PAGE_TEXT = "QUICstep demo page"
@@ -30,26 +31,6 @@ CENSOR_START = os.path.join(REPO, "lab", "censor", "censorctl")
 
 def log(msg):
     print(f"demo: {msg}", flush=True)
-
-
-def make_certificate(work):
-    key, cert = os.path.join(work, "key.pem"), os.path.join(work, "cert.pem")
-    names = ",".join(f"DNS:{n}" for n in ("localhost", *SITES, *(f"www.{s}" for s in SITES)))
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "2", "-subj", "/CN=localhost", "-addext", f"subjectAltName={names}"],
-                   check=True, capture_output=True)
-    spki = subprocess.run(f"openssl x509 -in {cert} -pubkey -noout | openssl pkey -pubin -outform der"
-                          " | openssl dgst -sha256 -binary | base64", shell=True, check=True,
-                          capture_output=True, text=True).stdout.strip()
-    return key, cert, spki
-
-
-def chromium_binary():
-    for path in ("/usr/lib/chromium/chromium-headless-shell", "/usr/bin/chromium-headless-shell"):
-        if os.path.exists(path):
-            return path
-    raise RuntimeError("chromium-headless-shell is not installed (scripts/install.sh installs it)")
 
 
 def wg_bytes(lab):
@@ -93,7 +74,7 @@ class Demo:
                     "x.overrideMimeType('text/plain; charset=x-user-defined'); x.send();"
                     "document.write('<p>file bytes: ' + x.responseText.length + '</p>');"
                     "</script></body></html>\n")
-        key, cert, self.spki = make_certificate(self.work)
+        key, cert, self.spki = peers.make_certificate(self.work)
         for srv in {s["netns"] for s in self.lab["servers"]}:
             p = self.procs.start(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
                                        key, cert], os.path.join(self.work, f"gtlsserver-{srv}.log"))
@@ -128,13 +109,9 @@ class Demo:
         """chromium-headless-shell, forced onto QUIC, loads a page whose script fetches the file;
         success when the page and all of the file's bytes arrived."""
         profile = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
-        argv = ["env", f"HOME={profile}", "timeout", "-k", "5", str(self.args.timeout),
-                chromium_binary(), "--no-sandbox", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-breakpad", f"--user-data-dir={profile}", "--enable-quic",
-                f"--origin-to-force-quic-on={site}:443",
-                f"--ignore-certificate-errors-spki-list={self.spki}", "--dump-dom",
-                f"https://{site}/index.html"]
+        argv = peers.chromium_command(profile, self.spki, f"https://{site}/index.html",
+                                      self.args.timeout,
+                                      ["--enable-quic", f"--origin-to-force-quic-on={site}:443"])
         t0 = time.time()
         res = lab_helpers.in_host(self.lab, "client", *argv, check=False,
                                   timeout=self.args.timeout + 30)

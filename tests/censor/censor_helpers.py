@@ -126,34 +126,16 @@ def make_site(workdir):
         f.write("<html><body><p>censor test page</p></body></html>\n")
     with open(os.path.join(htdocs, "big.bin"), "wb") as f:
         f.write(os.urandom(BIG_SIZE))
-    key, cert = os.path.join(workdir, "key.pem"), os.path.join(workdir, "cert.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,DNS:open.test,DNS:www.open.test,"
-                    "DNS:blocked.test,DNS:www.blocked.test"], check=True, capture_output=True)
-    spki = subprocess.run(f"openssl x509 -in {cert} -pubkey -noout | openssl pkey -pubin -outform der"
-                          " | openssl dgst -sha256 -binary | base64", shell=True, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    key, cert, spki = lab_helpers.peers.make_certificate(workdir)
     return htdocs, key, cert, spki
-
-
-def chrome_binary():
-    for p in ("/usr/lib/chromium/chromium-headless-shell", "/usr/bin/chromium-headless-shell"):
-        if os.path.exists(p):
-            return p
-    raise AssertionError("chromium-headless-shell not found")
 
 
 def chromium_fetch(workdir, name, url, spki, flags, timeout=20):
     """Loads url in the client namespace; returns (ok, seconds, dom)."""
-    profile = os.path.join(workdir, f"chrome-{name}")
-    home = os.path.join(workdir, "home")
+    home = os.path.join(workdir, f"chrome-{name}")
     os.makedirs(home, exist_ok=True)
-    argv = ["ip", "netns", "exec", "qs-client", "env", f"HOME={home}", "timeout", "-k", "3", str(timeout),
-            chrome_binary(), "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-breakpad", f"--user-data-dir={profile}",
-            f"--ignore-certificate-errors-spki-list={spki}", *flags, "--dump-dom", url]
+    argv = ["ip", "netns", "exec", "qs-client",
+            *lab_helpers.peers.chromium_command(home, spki, url, timeout, flags)]
     t0 = time.time()
     res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 10)
     return "censor test page" in res.stdout, time.time() - t0, res.stdout

@@ -5,9 +5,12 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QSLAB = os.path.join(REPO, "lab", "qslab")
+sys.path.insert(0, os.path.join(REPO, "lab"))
+from qslab_lib import peers  # noqa: E402,F401  (certificates, chromium command lines)
 
 
 def require_root(test):

@@ -163,12 +163,7 @@ def make_site(workdir, size_mb):
     os.makedirs(htdocs, exist_ok=True)
     with open(os.path.join(htdocs, f"{size_mb}M.bin"), "wb") as f:
         f.write(os.urandom(size_mb * 1000 * 1000))
-    key, cert = os.path.join(workdir, "key.pem"), os.path.join(workdir, "cert.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "2", "-subj", "/CN=localhost", "-addext",
-                    "subjectAltName=DNS:localhost,DNS:open.test"], check=True,
-                   capture_output=True)
+    key, cert, _ = lab_helpers.peers.make_certificate(workdir)
     return htdocs, key, cert
 
 

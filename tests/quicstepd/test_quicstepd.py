@@ -344,23 +344,17 @@ class QuicstepdLab(unittest.TestCase):
             line = "QUICstep " * 11 + "\n"
             f.write(line * (SIZE_MB * 1000 * 1000 // len(line)))
             f.write('</pre><p id="marker">QUICstep big page</p></body></html>\n')
-        spki = subprocess.run(
-            "openssl x509 -in cert.pem -pubkey -noout | openssl pkey -pubin -outform der | "
-            "openssl dgst -sha256 -binary | base64", shell=True, cwd=self.work, check=True,
-            capture_output=True, text=True).stdout.strip()
+        spki = lab_helpers.peers.spki_hash(os.path.join(self.work, "cert.pem"))
         home = os.path.join(self.work, "chrome-home")
         os.makedirs(home, exist_ok=True)
         cn, native, cp, channel = self.captures("chromium")
         self.start_daemon()
         t0 = time.time()
         res = lab_helpers.in_host(
-            self.lab, "client", "env", f"HOME={home}", "timeout", "-k", "5", "90",
-            "chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-breakpad", f"--user-data-dir={home}/profile", "--enable-quic",
-            "--origin-to-force-quic-on=open.test:443",
-            f"--ignore-certificate-errors-spki-list={spki}", "--dump-dom",
-            "https://open.test/big.html", check=False, timeout=120)
+            self.lab, "client",
+            *lab_helpers.peers.chromium_command(home, spki, "https://open.test/big.html", 90,
+                                                ["--enable-quic", "--origin-to-force-quic-on=open.test:443"]),
+            check=False, timeout=120)
         took = time.time() - t0
         st = self.status()
         self.stop_captures(cn, cp)
