@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Benchmark: quicstep-scan's domains per second against the lab population with an RTT,
+and the projected time for a million domains (root; measurement/README.md, Scanning).
+
+The population mixes domains as the paper found the top 1M (../shared/papers/quicstep.txt
+§4.2): --quic-share of them answer QUIC (22%; spread over every QUIC behaviour of the lab,
+Retry on and off, gtlsserver), the rest do not. Non-QUIC domains are the costly ones: a
+silent address holds a connection slot for the whole handshake timeout, so by default all
+of them are silent (UDP dropped: the worst case; a real list also has NXDOMAIN and ICMP
+answers, which cost less). Every packet between the prober and the servers is delayed
+--one-way-ms each way by qs_delay_line (nfqueue; this kernel has no netem); DNS is not
+delayed (a nearby caching resolver). The scan's classes are checked against the ground
+truth: a speed bought with wrong answers would show as errors.
+
+Projection: 1,000,000 / measured domains per second, i.e. the same mix, RTT, timeouts,
+tries and machine. The paper's method: 500 quic_client processes, 5+ hours per million.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import lab_population as lp  # noqa: E402
+from scanlib import records  # noqa: E402
+from scanlib.classes import classify  # noqa: E402
+
+QUIC_GROUPS = [g.name for g in lp.GROUPS if g.backend in ("qs", "gtls")]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--delay-line", required=True)
+    ap.add_argument("--domains", type=int, default=2500)
+    ap.add_argument("--quic-share", type=float, default=0.22)
+    ap.add_argument("--one-way-ms", type=float, default=20.0, help="RTT = twice this")
+    ap.add_argument("--timeout-ms", type=int, default=2000)
+    ap.add_argument("--tries", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=0, help="0: one per core")
+    ap.add_argument("--concurrency", type=int, default=1000)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+
+    quic = round(a.domains * a.quic_share)
+    counts = {g.name: 0 for g in lp.GROUPS}
+    for i, name in enumerate(QUIC_GROUPS):
+        counts[name] = quic // len(QUIC_GROUPS) + (i < quic % len(QUIC_GROUPS))
+    counts["silent"] = a.domains - quic
+    work = tempfile.mkdtemp(prefix="qs-prb-bench-")
+    pop = lp.Population(work, a.server, counts=counts)
+    pop.domains = [d for d in pop.domains if counts[d.group.name] > 0]
+    truth = pop.truth(second_address=True)
+    try:
+        pop.up()
+        if a.one_way_ms > 0:
+            pop.start_delay_line(a.delay_line, a.one_way_ms)
+        rtt = lp.netns(lp.NS_C, "ping", "-c", "5", "-i", "0.2", "-q", "198.18.130.1",
+                       check=False).stdout.strip().splitlines()[-1]
+        out = os.path.join(work, "scan")
+        cmd = ["ip", "netns", "exec", lp.NS_C, sys.executable, os.path.join(HERE, "quicstep-scan"),
+               "run", pop.list_path, "--out", out, "--probe", a.probe, "--progress", "lines",
+               "--workers", str(a.workers), "--dns", lp.D4, "--timeout-ms", str(a.timeout_ms),
+               "--tries", str(a.tries), "--concurrency", str(a.concurrency),
+               "--second-local-address", lp.C4_2, "--second-local-address6", lp.C6_2]
+        cpu0 = os.times()
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        cpu1 = os.times()
+        if p.returncode != 0:
+            print(p.stderr[-3000:], file=sys.stderr)
+            return 1
+        recs = records.load_latest(os.path.join(out, "results.jsonl"))
+        got = {d: (classify(r).name, classify(r).port_migration) for d, r in recs.items()}
+        wrong = sorted(d for d in truth if got.get(d) != truth[d])
+        rate = len(recs) / wall
+        children_cpu = (cpu1.children_user - cpu0.children_user
+                        + cpu1.children_system - cpu0.children_system)
+        result = {
+            "domains": len(truth), "quic_domains": quic, "silent_domains": counts["silent"],
+            "rtt_ping": rtt, "one_way_ms": a.one_way_ms, "timeout_ms": a.timeout_ms,
+            "tries": a.tries, "workers": a.workers or os.cpu_count(),
+            "concurrency": a.concurrency, "wall_s": round(wall, 1),
+            "domains_per_s": round(rate, 1), "wrong": len(wrong), "wrong_examples": wrong[:5],
+            "prober_cpu_s": round(children_cpu, 1),
+            "projected_1M_hours": round(1e6 / rate / 3600, 2),
+            "paper_1M_hours": 5.0,
+            "speedup_vs_paper": round(5.0 * 3600 * rate / 1e6, 1),
+        }
+        print(p.stdout)
+        print(json.dumps(result, indent=1))
+        return 0 if not wrong else 1
+    finally:
+        pop.stop()
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""quicstep-scan against the lab population (measurement/scan/lab_population.py): ~1,000
+domains on ~1,700 addresses whose ground truth is known (quicstep-server in each migration
+behaviour with Retry off and on, gtlsserver, TCP-only, silent, NXDOMAIN, mixed).
+
+Root; throwaway namespaces qs-prb-c / qs-prb-s1 / qs-prb-d (198.18.128.0/18 without
+198.18.140.0/24, 2001:db8:128::/48). Needs QS_PROBE and QS_SERVER (ctest sets them).
+Asserts: every domain classified as its ground truth, three runs give identical classes,
+a run interrupted by SIGINT resumes to the same result, and two shards merge to it.
+Tuning (CI budget): QS_SCAN_TIMEOUT_MS per step (default 1000: a silent address costs it),
+QS_SCAN_TRIES (default 1 — the majority over tries is the probe's own test's business;
+here each run is compared with the truth), QS_SCAN_SCALE (1.0 = 1,020 domains)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCAN_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), "measurement", "scan")
+sys.path.insert(0, SCAN_DIR)
+
+import lab_population as lp  # noqa: E402
+from scanlib import records  # noqa: E402
+from scanlib.classes import classify  # noqa: E402
+
+PROBE = os.environ.get("QS_PROBE", "")
+SERVER = os.environ.get("QS_SERVER", "")
+TIMEOUT_MS = os.environ.get("QS_SCAN_TIMEOUT_MS", "1000")
+TRIES = os.environ.get("QS_SCAN_TRIES", "1")
+SCALE = float(os.environ.get("QS_SCAN_SCALE", "1.0"))
+
+
+def engine_args():
+    return ["--dns", lp.D4, "--timeout-ms", TIMEOUT_MS, "--tries", TRIES,
+            "--second-local-address", lp.C4_2, "--second-local-address6", lp.C6_2]
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root (network namespaces)")
+@unittest.skipUnless(PROBE and SERVER, "QS_PROBE and QS_SERVER must name the binaries")
+class LabScan(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = tempfile.mkdtemp(prefix="qs-prb-scan-")
+        cls.pop = lp.Population(cls.work, SERVER, SCALE)
+        cls.pop.up()
+        cls.truth = cls.pop.truth(second_address=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pop.stop()
+        if not os.environ.get("QS_KEEP"):
+            shutil.rmtree(cls.work, ignore_errors=True)
+
+    def scan_cmd(self, out, *extra):
+        return ["ip", "netns", "exec", lp.NS_C, sys.executable,
+                os.path.join(SCAN_DIR, "quicstep-scan"), "run", self.pop.list_path, "--out", out,
+                "--probe", PROBE, "--progress", "lines", "--progress-interval", "5",
+                *extra, *engine_args()]
+
+    def run_scan(self, out, *extra, expect_rc=0):
+        t = time.monotonic()
+        p = subprocess.run(self.scan_cmd(out, *extra), capture_output=True, text=True, timeout=400)
+        took = time.monotonic() - t
+        if p.returncode != expect_rc:
+            self.fail(f"quicstep-scan exited {p.returncode}: {p.stderr[-3000:]}")
+        print(f"\n  scan {os.path.basename(out)} {' '.join(extra)}: {took:.1f} s", flush=True)
+        return p
+
+    def classes(self, out):
+        recs = records.load_latest(os.path.join(out, "results.jsonl"))
+        return {d: (classify(r).name, classify(r).port_migration) for d, r in recs.items()}
+
+    def assert_truth(self, got, what):
+        wrong = {d: (got.get(d), want) for d, want in self.truth.items() if got.get(d) != want}
+        extra = set(got) - set(self.truth)
+        msg = "; ".join(f"{d}: got {g} want {w}" for d, (g, w) in sorted(wrong.items())[:15])
+        self.assertFalse(wrong or extra, f"{what}: {len(wrong)} of {len(self.truth)} wrong"
+                         f" ({msg}); unexpected {sorted(extra)[:5]}")
+
+    def test_1_three_runs_classify_every_domain(self):
+        runs = []
+        for i in range(3):
+            out = os.path.join(self.work, f"run{i}")
+            p = self.run_scan(out)
+            self.assertIn(f"domains: {len(self.truth)}", p.stdout)
+            got = self.classes(out)
+            self.assert_truth(got, f"run {i}")
+            runs.append(got)
+        self.assertEqual(runs[0], runs[1])
+        self.assertEqual(runs[0], runs[2])
+        print(p.stdout, flush=True)
+
+    def test_2_interrupted_run_resumes(self):
+        out = os.path.join(self.work, "resume")
+        proc = subprocess.Popen(self.scan_cmd(out), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        path = os.path.join(out, "results.jsonl")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if os.path.exists(path) and os.path.getsize(path) > 0:
+                with open(path) as f:
+                    if sum(1 for _ in f) >= len(self.truth) // 3:
+                        break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C does
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 130, err[-2000:])
+        done = len(self.classes(out))
+        self.assertLess(done, len(self.truth), "the run ended before it was interrupted")
+        p = self.run_scan(out)
+        self.assertIn(f"resuming: {done} domains already", p.stderr)
+        self.assert_truth(self.classes(out), "resumed run")
+
+    def test_3_shards_merge(self):
+        shards = []
+        for i in range(2):
+            out = os.path.join(self.work, f"shard{i}")
+            self.run_scan(out, "--shard", f"{i}/2")
+            shards.append(out)
+        self.assertTrue(all(len(self.classes(s)) < len(self.truth) for s in shards))
+        merged = os.path.join(self.work, "merged")
+        subprocess.run([sys.executable, os.path.join(SCAN_DIR, "quicstep-scan"), "merge", *shards,
+                        "--out", merged, "--strict"], check=True, capture_output=True)
+        self.assert_truth(self.classes(merged), "merged shards")
+        allow = os.path.join(self.work, "allow.txt")
+        subprocess.run([sys.executable, os.path.join(SCAN_DIR, "quicstep-scan"), "allowlist",
+                        merged, "--out", allow], check=True, capture_output=True)
+        with open(allow) as f:
+            listed = {l.split(",")[0] for l in f if not l.startswith("#")}
+        # Every address of a non-migrating QUIC group is listed; none of a migrating one.
+        for d in self.pop.domains:
+            for a in d.apex + d.www:
+                group = d.group if d.group.name != "mixed" else (
+                    lp.BY_NAME["none"] if a in d.apex else lp.BY_NAME["full"])
+                cls, _ = lp.expected(group, True)
+                if group.backend in ("qs", "gtls"):
+                    self.assertEqual(a in listed, cls == "quic_no_migration", (d.name, a))
+                else:
+                    self.assertNotIn(a, listed)
+
+
+if __name__ == "__main__":
+    unittest.main()
