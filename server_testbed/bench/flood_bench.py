@@ -1,0 +1,430 @@
+#!/usr/bin/env python3
+"""Flood benchmark (issue 9): legitimate success and latency against attack rate.
+
+QUIC: quicstep-flood sends encrypted v1 Initials from spoofed lab sources at a paced rate
+while quicstep-load makes fresh connections at a fixed rate (GET /bytes/1000, no migration).
+Modes: `noretry` (plain workers), `retry` (host Retry in the workers, --retry), `gate`
+(quicstep-gate in front of the workers; only when its binary exists).
+TCP: quicstep-flood --variant syn against quicstep-https while https_probe.py makes fresh
+HTTPS connections. Modes: `none` (tcp_syncookies=0), `cookies` (tcp_syncookies=1),
+`synproxy` (nftables synproxy in the server namespace).
+
+Pinning (2 cores): the server side that is measured runs on CPU 0 (quicstep-server with one
+worker, quicstep-https); CPU 1 carries the attacker, the legitimate client, the kernel's
+veth receive work that their sends trigger, and the gate (gate mode). The gate therefore
+shares its core with the generator: the per-core figures use the CPU each component really
+used (/proc/<pid>/stat over the measurement window) as well as nominal cores.
+
+  server_testbed/bench/flood_bench.py --build build/release --out /tmp/flood   # ~6 min
+  server_testbed/bench/flood_bench.py --build build/release --quick            # ~1 min
+
+Writes flood_quic.csv, flood_tcp.csv, flood_quic.png, flood_tcp.png and flood_report.md in
+--out; prints the report. Root; throwaway namespaces qs-fld-s / qs-fld-c (flood_env.py).
+"""
+import argparse
+import csv
+import glob
+import json
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flood_env as env  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROBE = os.path.join(HERE, "..", "tcp", "https_probe.py")
+QUIC_MODES = ("noretry", "retry", "gate")
+TCP_MODES = ("none", "cookies", "synproxy")
+SUCCESS_TARGET = 0.99
+
+SYNPROXY_RULES = """
+table inet qs_fld_synproxy {
+  chain pre {
+    type filter hook prerouting priority raw; policy accept;
+    tcp dport 443 tcp flags syn notrack
+  }
+  chain in {
+    type filter hook input priority filter; policy accept;
+    tcp dport 443 ct state invalid,untracked synproxy mss 1460 wscale 7 timestamp sack-perm
+    ct state invalid drop
+  }
+}
+"""
+
+
+def percentile(values, p):
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p * (len(values) - 1) + 0.5))]
+
+
+def binaries(build, gate_override):
+    b = {"server": os.path.join(build, "server_testbed", "quicstep-server"),
+         "load": os.path.join(build, "server_testbed", "quicstep-load"),
+         "flood": os.path.join(build, "server_testbed", "flood", "quicstep-flood"),
+         "https": os.path.join(build, "server_testbed", "tcp", "quicstep-https")}
+    for name, path in b.items():
+        if not os.access(path, os.X_OK):
+            sys.exit(f"flood_bench: {name}: no executable at {path} (build it first)")
+    gate = gate_override or next(iter(glob.glob(os.path.join(build, "server_testbed", "**",
+                                                             "quicstep-gate"),
+                                                recursive=True)), None)
+    b["gate"] = gate if gate and os.access(gate, os.X_OK) else None
+    return b
+
+
+def sum_workers(stats, key):
+    return sum(w.get(key, 0) for w in stats.get("workers", [])) if stats else 0
+
+
+def start_flood(args, bins, work, variant, rate, seconds, target=env.S4, port=443):
+    if rate <= 0:
+        return None
+    sources = env.SPOOF4 if ":" not in target else env.SPOOF6
+    return env.Proc(env.NS_C, "1", [bins["flood"], "--target", target, "--port", str(port),
+                                    "--sources", sources, "--variant", variant,
+                                    "--rate", str(rate), "--count", str(int(rate * seconds) + 1),
+                                    "--duration", str(seconds),
+                                    # about a second of distinct Initials, built before the
+                                    # clock starts: the generator then reaches ~2x the rate
+                                    "--pool", str(min(32768, int(rate) + 1))],
+                    os.path.join(work, "flood.log"))
+
+
+def stop_flood(flood):
+    if flood is None:
+        return {"achieved_pps": 0.0, "sent": 0, "send_errors": 0}
+    code, out = flood.stop()
+    result = env.last_json(out)
+    if code != 0 or result is None:
+        raise RuntimeError(f"quicstep-flood failed ({code}): see its log")
+    return result
+
+
+def quic_point(args, bins, work, cert, key, mode, rate, variant="initial"):
+    """One measurement: server (+gate) fresh, flood at `rate`, legitimate load; one CSV row."""
+    point = os.path.join(work, f"quic-{mode}-{variant}-{rate}")
+    os.makedirs(point, exist_ok=True)
+    stats_file = os.path.join(point, "server.json")
+    name = f"fld{os.getpid()}{int(time.time() * 1000) % 100000}"
+    extra = []
+    if mode == "retry":
+        extra = ["--retry"] + (["--master-key", args.master_key] if args.server_has_master_key
+                               else [])
+    elif mode == "gate":
+        extra = ["--gate", name, "--master-key", args.master_key]
+    server = env.Proc(env.NS_S, "0", [bins["server"], "--listen", f"{env.S4}:443", "--cert", cert,
+                                      "--key", key, "--workers", "1", "--pin", "--stats-file",
+                                      stats_file, "--duration", "90", "--idle-timeout-ms", "3000",
+                                      *extra], os.path.join(point, "server.log"))
+    gate = flood = None
+    try:
+        if not env.wait_file(stats_file, server):
+            raise RuntimeError(f"quicstep-server did not start: {point}/server.log")
+        if mode == "gate":
+            gate = env.Proc(env.NS_S, "1", [bins["gate"], "--gate", name, "--listen",
+                                            f"{env.S4}:443", "--master-key", args.master_key,
+                                            "--cpu", "1", "--stats-file",
+                                            os.path.join(point, "gate.json"), "--duration", "90"],
+                            os.path.join(point, "gate.log"))
+            if not env.wait_file(os.path.join(point, "gate.json"), gate):
+                raise RuntimeError(f"quicstep-gate did not start: {point}/gate.log")
+        window = args.seconds
+        flood = start_flood(args, bins, point, variant, rate, 1.0 + window + 4)
+        time.sleep(0.8 if flood else 0.1)
+        for p in (server, gate, flood):
+            if p:
+                p.mark()
+        connections = max(1, int(args.legit_rate * window))
+        load_json = os.path.join(point, "load.json")
+        load = env.Proc(env.NS_C, "1", [bins["load"], "--server", env.S4, "--local", env.C4,
+                                        "--connections", str(connections), "--rate",
+                                        str(args.legit_rate), "--size", "1000", "--migration",
+                                        "none", "--timeout", str(int(window + 3)), "--json",
+                                        load_json], os.path.join(point, "load.log"))
+        time.sleep(window)
+        cpu = {n: (p.cpu_share() if p else 0.0) for n, p in
+               (("server", server), ("gate", gate), ("flood", flood))}
+        load.proc.wait(timeout=window + 20)
+        load.stop()
+        flood_result = stop_flood(flood)
+        flood = None
+    finally:
+        if flood:
+            flood.stop()
+        gate_stats = env.last_json(gate.stop()[1]) if gate else None
+        code, out = server.stop()
+    stats = env.last_json(out)
+    if not os.path.exists(load_json):
+        raise RuntimeError(f"quicstep-load wrote no results: {point}/load.log")
+    with open(load_json) as f:
+        per = json.load(f)["connections"]
+    ok = [c["duration_ms"] for c in per if c.get("success")]
+    row = {"mode": mode, "variant": variant, "target_pps": rate,
+           "attack_pps": round(flood_result["achieved_pps"], 1),
+           "legit_requests": len(per), "legit_ok": len(ok),
+           "success_rate": round(len(ok) / max(1, len(per)), 4),
+           "latency_ms_p50": round(percentile(ok, 0.5), 2),
+           "latency_ms_p99": round(percentile(ok, 0.99), 2),
+           "latency_ms_p999": round(percentile(ok, 0.999), 2),
+           "cpu_server": round(cpu["server"], 3), "cpu_gate": round(cpu["gate"], 3),
+           "cpu_flood": round(cpu["flood"], 3),
+           "server_exit": code, "server_alive": code == 0,
+           "accepted": sum_workers(stats, "accepted"),
+           "handshakes": sum_workers(stats, "handshakes"),
+           "retry_sent": sum_workers(stats, "retry_sent") + (gate_stats or {}).get("retry_sent", 0),
+           "gate_forwarded": (gate_stats or {}).get("forwarded", 0),
+           "rx_packets": sum_workers(stats, "rx_packets")}
+    return row
+
+
+def netstat(ns):
+    """TcpExt counters of a namespace (/proc/net/netstat read inside it)."""
+    lines = env.netns(ns, "cat", "/proc/net/netstat").stdout.splitlines()
+    out = {}
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:"):
+            out.update(zip(names.split()[1:], map(int, values.split()[1:])))
+    return out
+
+
+def set_tcp_mode(mode):
+    env.netns(env.NS_S, "nft", "flush", "ruleset")
+    env.netns(env.NS_S, "sysctl", "-qw",
+              f"net.ipv4.tcp_syncookies={0 if mode == 'none' else 1}")
+    if mode == "synproxy":
+        env.netns(env.NS_S, "nft", "-f", "-", input=SYNPROXY_RULES)
+        env.netns(env.NS_S, "sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_loose=0")
+
+
+def tcp_point(args, bins, work, cert, key, mode, rate):
+    point = os.path.join(work, f"tcp-{mode}-{rate}")
+    os.makedirs(point, exist_ok=True)
+    set_tcp_mode(mode)
+    https = env.Proc(env.NS_S, "0", [bins["https"], "--listen", f"{env.S4}:443", "--cert", cert,
+                                     "--key", key, "--duration", "90"],
+                     os.path.join(point, "https.log"))
+    flood = None
+    try:
+        deadline = time.time() + 5
+        while time.time() < deadline and env.netns(env.NS_S, "ss", "-Hltn", "sport = :443",
+                                                    check=False).stdout.strip() == "":
+            time.sleep(0.05)
+        before = netstat(env.NS_S)
+        window = args.seconds
+        flood = start_flood(args, bins, point, "syn", rate, 1.0 + window + 4)
+        time.sleep(0.8 if flood else 0.1)
+        for p in (https, flood):
+            if p:
+                p.mark()
+        probe = env.Proc(env.NS_C, "1", ["python3", PROBE, "--server", env.S4, "--rate",
+                                         str(args.legit_rate), "--requests",
+                                         str(max(1, int(args.legit_rate * window))),
+                                         "--timeout", "3"], os.path.join(point, "probe.log"))
+        time.sleep(window)
+        cpu = {n: (p.cpu_share() if p else 0.0) for n, p in (("https", https), ("flood", flood))}
+        probe.proc.wait(timeout=window + 20)
+        _, probe_out = probe.stop()
+        flood_result = stop_flood(flood)
+        flood = None
+        after = netstat(env.NS_S)
+    finally:
+        if flood:
+            flood.stop()
+        code, out = https.stop()
+        env.netns(env.NS_S, "nft", "flush", "ruleset", check=False)
+    result = env.last_json(probe_out)
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in
+             ("SyncookiesSent", "SyncookiesRecv", "ListenOverflows", "ListenDrops",
+              "TCPReqQFullDrop")}
+    return {"mode": mode, "target_pps": rate, "attack_pps": round(flood_result["achieved_pps"], 1),
+            "legit_requests": result["requests"], "legit_ok": result["succeeded"],
+            "success_rate": round(result["succeeded"] / max(1, result["requests"]), 4),
+            "latency_ms_p50": round(result["latency_ms_p50"], 2),
+            "latency_ms_p99": round(result["latency_ms_p99"], 2),
+            "latency_ms_p999": round(result["latency_ms_p999"], 2),
+            "cpu_server": round(cpu["https"], 3), "cpu_flood": round(cpu["flood"], 3),
+            "server_exit": code, "syncookies_sent": delta["SyncookiesSent"],
+            "listen_drops": delta["ListenDrops"], "reqq_full_drops": delta["TCPReqQFullDrop"]}
+
+
+def write_csv(path, rows):
+    if not rows:
+        return
+    keys = list(rows[0].keys())
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def plot(path, rows, modes, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for mode in modes:
+        pts = sorted((r for r in rows if r["mode"] == mode and r.get("variant", "initial")
+                      in ("initial", None)), key=lambda r: r["attack_pps"])
+        if not pts:
+            continue
+        x = [max(r["attack_pps"], 1) for r in pts]
+        axes[0].plot(x, [100 * r["success_rate"] for r in pts], marker="o", label=mode)
+        for key, style in (("latency_ms_p50", "-"), ("latency_ms_p99", "--"),
+                           ("latency_ms_p999", ":")):
+            axes[1].plot(x, [r[key] for r in pts], linestyle=style, marker=".",
+                         label=f"{mode} {key.split('_')[-1]}")
+    axes[0].set(xscale="log", xlabel="attack rate (pps, achieved; no flood plotted at 1)",
+                ylabel="legitimate success (%)", ylim=(-2, 102), title=title)
+    axes[1].set(xscale="log", yscale="log", xlabel="attack rate (pps)",
+                ylabel="legitimate latency (ms)", title="latency of successful requests")
+    for ax in axes:
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def survived(rows, mode):
+    """Highest achieved attack rate at which success >= 99% and every lower rate also held."""
+    best = 0.0
+    for r in sorted((r for r in rows if r["mode"] == mode and r.get("variant", "initial")
+                     == "initial"), key=lambda r: r["attack_pps"]):
+        if r["success_rate"] < SUCCESS_TARGET or not r.get("server_exit", 0) == 0:
+            break
+        best = r["attack_pps"]
+    return best
+
+
+def report(quic, tcp, args, bins):
+    lines = ["# Flood benchmark", "",
+             f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+             f"{args.seconds} s per point, legitimate arrivals {args.legit_rate}/s; "
+             "workers / quicstep-https on CPU 0; generator, legitimate client"
+             + (" and gate" if bins["gate"] else "") + " on CPU 1.", ""]
+    if quic:
+        lines += ["## QUIC handshake flood (encrypted v1 Initials, spoofed sources)", "",
+                  "| mode | variant | attack pps | success | p50 ms | p99 ms | p99.9 ms | "
+                  "CPU server | CPU gate | CPU flood |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in quic:
+            lines.append(f"| {r['mode']} | {r['variant']} | {r['attack_pps']:.0f} | "
+                         f"{100 * r['success_rate']:.1f}% | {r['latency_ms_p50']} | "
+                         f"{r['latency_ms_p99']} | {r['latency_ms_p999']} | {r['cpu_server']} | "
+                         f"{r['cpu_gate']} | {r['cpu_flood']} |")
+        top = max((r["attack_pps"] for r in quic), default=0)
+        lines += ["", f"Highest attack rate the generator reached: {top:.0f} pps.", ""]
+        surv = {m: survived(quic, m) for m in QUIC_MODES if any(r["mode"] == m for r in quic)}
+        for m, v in surv.items():
+            capped = v >= top * 0.95 and top > 0
+            lines.append(f"- {m}: legitimate success >= 99% up to {v:.0f} pps"
+                         + (" (the highest rate reached: a lower bound)" if capped else ""))
+        if "gate" in surv and surv.get("noretry"):
+            lines.append(f"- gate / no Retry: {surv['gate'] / max(1, surv['noretry']):.1f}x "
+                         "(target >= 10x)")
+        if "gate" in surv and surv.get("retry"):
+            lines.append(f"- gate / host Retry, nominal cores (2 vs 1): "
+                         f"{surv['gate'] / 2 / max(1, surv['retry']):.1f}x per core (target >= 2x)")
+        if surv.get("retry") and surv.get("noretry"):
+            lines.append(f"- host Retry / no Retry: {surv['retry'] / max(1, surv['noretry']):.1f}x")
+        if "gate" not in surv:
+            lines.append("- gate: not measured (no quicstep-gate binary in the build)")
+        lines.append("")
+    if tcp:
+        lines += ["## TCP SYN flood against quicstep-https", "",
+                  "| mode | attack pps | success | p50 ms | p99 ms | p99.9 ms | CPU server | "
+                  "cookies sent | listen drops |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in tcp:
+            lines.append(f"| {r['mode']} | {r['attack_pps']:.0f} | {100 * r['success_rate']:.1f}% | "
+                         f"{r['latency_ms_p50']} | {r['latency_ms_p99']} | {r['latency_ms_p999']} | "
+                         f"{r['cpu_server']} | {r['syncookies_sent']} | {r['listen_drops']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def parse_rates(text):
+    return [int(float(x)) for x in text.split(",") if x.strip()]
+
+
+def main():
+    p = argparse.ArgumentParser(description="QUIC handshake and TCP SYN flood benchmark")
+    p.add_argument("--build", required=True, help="build directory (RelWithDebInfo for figures)")
+    p.add_argument("--out", default="/tmp/qs-flood-bench")
+    p.add_argument("--gate-binary", help="quicstep-gate (default: found in --build)")
+    p.add_argument("--modes", default=",".join(QUIC_MODES))
+    p.add_argument("--tcp-modes", default=",".join(TCP_MODES))
+    p.add_argument("--rates", default="0,1000,3000,10000,30000,60000,100000,150000",
+                   help="QUIC attack rates (pps), 0 = no flood")
+    p.add_argument("--tcp-rates", default="0,1000,10000,50000,100000")
+    p.add_argument("--variants", default="garbage,forged,replay",
+                   help="extra QUIC variants, measured once per mode at --variant-rate")
+    p.add_argument("--variant-rate", type=int, default=30000)
+    p.add_argument("--seconds", type=float, default=3.0, help="measurement window per point")
+    p.add_argument("--legit-rate", type=float, default=100, help="legitimate arrivals per second")
+    p.add_argument("--pause", type=float, default=1.0, help="idle seconds between points")
+    p.add_argument("--quick", action="store_true", help="few points, short windows (smoke)")
+    p.add_argument("--no-quic", action="store_true")
+    p.add_argument("--no-tcp", action="store_true")
+    args = p.parse_args()
+    if args.quick:
+        args.rates, args.tcp_rates, args.variants = "0,2000", "0,2000", "garbage"
+        args.variant_rate, args.seconds, args.legit_rate, args.pause = 2000, 1.5, 40, 0.3
+    bins = binaries(args.build, args.gate_binary)
+    args.server_has_master_key = "--master-key" in env.sh(bins["server"], "--help",
+                                                          check=False).stdout
+    modes = [m for m in args.modes.split(",") if m]
+    if "gate" in modes and not bins["gate"]:
+        print("flood_bench: no quicstep-gate in the build: gate mode skipped", file=sys.stderr)
+        modes.remove("gate")
+    os.makedirs(args.out, exist_ok=True)
+    work = env.tempdir()
+    args.master_key = os.path.join(work, "master.key")
+    with open(args.master_key, "wb") as f:
+        f.write(os.urandom(32))
+    os.chmod(args.master_key, 0o600)
+    quic, tcp = [], []
+    env.up()
+    try:
+        cert, key = env.make_cert(work)
+        if not args.no_quic:
+            for mode in modes:
+                for rate in parse_rates(args.rates):
+                    quic.append(quic_point(args, bins, work, cert, key, mode, rate))
+                    print(json.dumps(quic[-1]), flush=True)
+                    time.sleep(args.pause)
+                for variant in [v for v in args.variants.split(",") if v]:
+                    quic.append(quic_point(args, bins, work, cert, key, mode, args.variant_rate,
+                                           variant))
+                    print(json.dumps(quic[-1]), flush=True)
+                    time.sleep(args.pause)
+        if not args.no_tcp:
+            for mode in [m for m in args.tcp_modes.split(",") if m]:
+                for rate in parse_rates(args.tcp_rates):
+                    tcp.append(tcp_point(args, bins, work, cert, key, mode, rate))
+                    print(json.dumps(tcp[-1]), flush=True)
+                    time.sleep(args.pause)
+    finally:
+        env.down()
+        env.rmtree(work)
+    write_csv(os.path.join(args.out, "flood_quic.csv"), quic)
+    write_csv(os.path.join(args.out, "flood_tcp.csv"), tcp)
+    if quic:
+        plot(os.path.join(args.out, "flood_quic.png"), quic, QUIC_MODES,
+             "QUIC handshake flood")
+    if tcp:
+        plot(os.path.join(args.out, "flood_tcp.png"), tcp, TCP_MODES, "TCP SYN flood")
+    text = report(quic, tcp, args, bins)
+    with open(os.path.join(args.out, "flood_report.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Throwaway namespaces and process helpers of the flood benchmark and its smoke test (root).
+
+Topology (names and addresses reserved for the flood work; nothing else uses them):
+  qs-fld-c  qsfl-c  198.18.230.2, 2001:db8:230::2   legitimate client and attacker
+      |  veth (no qdisc limits: the flood meets the server's own limits, not the link's)
+  qs-fld-s  qsfl-s  198.18.230.10, 2001:db8:230::10  server, gate, quicstep-https
+Spoofed sources come from 198.18.232.0/22 and 2001:db8:232::/64. The server routes those
+prefixes back to qs-fld-c, which does not forward: its answers to the attacker (Retries,
+handshakes, SYN-ACKs) are dropped there, like a blackhole. Everything is removed by name in
+down(); processes are ended by PID.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+NS_S, NS_C = "qs-fld-s", "qs-fld-c"
+IF_S, IF_C = "qsfl-s", "qsfl-c"
+S4, S6 = "198.18.230.10", "2001:db8:230::10"
+C4, C6 = "198.18.230.2", "2001:db8:230::2"
+SPOOF4, SPOOF6 = "198.18.232.0/22", "2001:db8:232::/64"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def sh(*cmd, check=True, timeout=30, input=None):
+    return subprocess.run(list(cmd), check=check, timeout=timeout, input=input,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def netns(ns, *cmd, **kw):
+    return sh("ip", "netns", "exec", ns, *cmd, **kw)
+
+
+def down():
+    for ns in (NS_S, NS_C):
+        for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def up():
+    down()
+    sh("ip", "netns", "add", NS_S)
+    sh("ip", "netns", "add", NS_C)
+    sh("ip", "link", "add", IF_C, "netns", NS_C, "type", "veth", "peer", "name", IF_S,
+       "netns", NS_S)
+    for ns, ifc, a4, a6 in ((NS_S, IF_S, S4, S6), (NS_C, IF_C, C4, C6)):
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        netns(ns, "sysctl", "-qw", f"net.ipv6.conf.{ifc}.accept_ra=0")
+        netns(ns, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0")
+        netns(ns, "sysctl", "-qw", f"net.ipv4.conf.{ifc}.rp_filter=0")
+        sh("ip", "-n", ns, "addr", "add", f"{a4}/24", "dev", ifc)
+        sh("ip", "-n", ns, "-6", "addr", "add", f"{a6}/64", "dev", ifc, "nodad")
+        sh("ip", "-n", ns, "link", "set", ifc, "up")
+    sh("ip", "-n", NS_S, "route", "add", SPOOF4, "via", C4)
+    sh("ip", "-n", NS_S, "-6", "route", "add", SPOOF6, "via", C6)
+    for ns in (NS_S, NS_C):  # the attacker's spoofed sources must not be forwarded anywhere
+        netns(ns, "sysctl", "-qw", "net.ipv4.ip_forward=0")
+        netns(ns, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=0")
+
+
+def make_cert(workdir):
+    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
+    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+       "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+       "-addext", "subjectAltName=DNS:localhost")
+    return cert, key
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), from /proc/<pid>/stat; None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class Proc:
+    """A long-running process in a namespace, pinned with taskset; ended by PID."""
+
+    def __init__(self, ns, cpus, cmd, log_path):
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "taskset", "-c", cpus, *cmd],
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.cpu0, self.t0 = None, None
+
+    @property
+    def pid(self):
+        return self.proc.pid  # ip netns exec and taskset exec: the PID is the program's
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def mark(self):
+        self.cpu0, self.t0 = cpu_seconds(self.pid), time.monotonic()
+
+    def cpu_share(self):
+        """Share of one core used since mark() (1.0 = a whole core)."""
+        now = cpu_seconds(self.pid)
+        if now is None or self.cpu0 is None:
+            return float("nan")
+        return (now - self.cpu0) / max(1e-6, time.monotonic() - self.t0)
+
+    def stop(self, timeout=10):
+        """SIGINT, wait; returns (exit code, stdout). Kills it if it does not stop."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        self.log.close()
+        return self.proc.returncode, out or ""
+
+
+def last_json(text):
+    lines = [l for l in text.splitlines() if l.startswith("{")]
+    return json.loads(lines[-1]) if lines else None
+
+
+def wait_file(path, proc, seconds=5):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if os.path.exists(path):
+            return True
+        if not proc.alive():
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def tempdir():
+    return tempfile.mkdtemp(prefix="qs-fld-")
+
+
+def rmtree(path):
+    shutil.rmtree(path, ignore_errors=True)
