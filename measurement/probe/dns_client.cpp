@@ -1,0 +1,96 @@
+#include "measurement/probe/dns_client.hpp"
+
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "measurement/probe/endpoint.hpp"
+
+namespace quicstep::measurement::probe {
+
+DnsClient::DnsClient(const sockaddr_storage& server, std::uint64_t timeout_ns, std::string* error)
+    : server_(server), timeout_ns_(timeout_ns) {
+  const sockaddr_storage any = wildcard(server.ss_family);
+  sock_ = server_testbed::UdpSocket::open_client(any, server_testbed::sockaddr_len(any), error);
+}
+
+std::uint16_t DnsClient::fresh_id() {
+  for (;;) {
+    std::uint16_t id = 0;
+    gnutls_rnd(GNUTLS_RND_NONCE, &id, sizeof(id));
+    if (!pending_.contains(id)) return id;
+  }
+}
+
+void DnsClient::send(const Query& q) {
+  sock_.send(q.wire.data(), q.wire.size(), server_, server_testbed::sockaddr_len(server_));
+}
+
+void DnsClient::resolve(const std::string& name, std::uint16_t qtype, std::uint64_t now_ns,
+                        Callback done) {
+  const std::uint16_t id = fresh_id();
+  auto wire = build_address_query(id, name, qtype);
+  if (!wire) {
+    DnsAnswer answer;
+    answer.status = DnsStatus::servfail;
+    done(answer);
+    return;
+  }
+  Query q{name, qtype, std::move(*wire), now_ns + timeout_ns_ / 2, now_ns + timeout_ns_,
+          std::move(done)};
+  send(q);
+  pending_.emplace(id, std::move(q));
+}
+
+void DnsClient::on_readable(std::uint64_t) {
+  std::array<std::uint8_t, 4096> buf;
+  for (int i = 0; i < 64; ++i) {
+    sockaddr_storage from{};
+    socklen_t from_len = 0;
+    std::uint32_t ecn = 0;
+    const long n = sock_.recv(buf.data(), buf.size(), &from, &from_len, &ecn);
+    if (n < 0) break;
+    if (n < 2) continue;
+    const std::uint16_t id = static_cast<std::uint16_t>((buf[0] << 8) | buf[1]);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    auto answer = parse_address_answer({buf.data(), static_cast<std::size_t>(n)}, id,
+                                       it->second.name, it->second.qtype);
+    if (!answer) continue;  // stray or malformed: keep waiting for the real one
+    Callback done = std::move(it->second.done);
+    pending_.erase(it);
+    done(*answer);
+  }
+}
+
+void DnsClient::on_expiry(std::uint64_t now_ns) {
+  std::vector<std::uint16_t> expired;
+  for (auto& [id, q] : pending_) {
+    if (now_ns >= q.deadline) {
+      expired.push_back(id);
+    } else if (q.resend_at != 0 && now_ns >= q.resend_at) {
+      q.resend_at = 0;
+      send(q);
+    }
+  }
+  for (std::uint16_t id : expired) {
+    Callback done = std::move(pending_.at(id).done);
+    pending_.erase(id);
+    DnsAnswer answer;
+    answer.status = DnsStatus::timeout;
+    done(answer);
+  }
+}
+
+std::uint64_t DnsClient::next_deadline() const {
+  std::uint64_t next = UINT64_MAX;
+  for (const auto& [id, q] : pending_) {
+    next = std::min(next, q.resend_at != 0 ? q.resend_at : q.deadline);
+  }
+  return next;
+}
+
+}  // namespace quicstep::measurement::probe

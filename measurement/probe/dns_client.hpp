@@ -1,0 +1,54 @@
+// DnsClient: A/AAAA lookups over UDP to one recursive resolver, on the caller's event loop
+// (one socket; the caller polls fd() and calls on_readable / on_expiry). Each query is
+// sent, resent once at half the timeout, and answered with status timeout at the timeout.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+
+#include "measurement/probe/dns_answer.hpp"
+#include "server_testbed/udp_socket.hpp"
+
+namespace quicstep::measurement::probe {
+
+class DnsClient {
+ public:
+  using Callback = std::function<void(const DnsAnswer&)>;
+
+  // Opens the socket; valid() is false (and *error says why) when it could not.
+  DnsClient(const sockaddr_storage& server, std::uint64_t timeout_ns, std::string* error);
+  bool valid() const { return sock_.valid(); }
+  int fd() const { return sock_.fd(); }
+
+  // Sends the query; `done` runs later, from on_readable or on_expiry, exactly once.
+  // A name that cannot be encoded is answered at once with servfail.
+  void resolve(const std::string& name, std::uint16_t qtype, std::uint64_t now_ns,
+               Callback done);
+  void on_readable(std::uint64_t now_ns);
+  void on_expiry(std::uint64_t now_ns);
+  std::uint64_t next_deadline() const;
+  std::size_t pending() const { return pending_.size(); }
+
+ private:
+  struct Query {
+    std::string name;
+    std::uint16_t qtype = 0;
+    std::vector<std::uint8_t> wire;
+    std::uint64_t resend_at = 0;
+    std::uint64_t deadline = 0;
+    Callback done;
+  };
+  std::uint16_t fresh_id();
+  void send(const Query& q);
+
+  server_testbed::UdpSocket sock_;
+  sockaddr_storage server_{};
+  std::uint64_t timeout_ns_;
+  std::unordered_map<std::uint16_t, Query> pending_;
+};
+
+}  // namespace quicstep::measurement::probe

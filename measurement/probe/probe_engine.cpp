@@ -1,0 +1,411 @@
+#include "measurement/probe/probe_engine.hpp"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+
+#include "common/dns_message.hpp"
+#include "measurement/probe/endpoint.hpp"
+
+namespace quicstep::measurement::probe {
+
+namespace {
+
+constexpr std::uint64_t kMaxWaitNs = 200'000'000;
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+}  // namespace
+
+// --- shared pieces ---
+
+std::optional<Target> SharedInput::next() {
+  std::lock_guard lock(mutex_);
+  while (auto line = reader_.next()) {
+    if (line->kind == LineKind::target) return std::move(line->target);
+    std::cerr << "quicstep-probe: input line " << line->target.input_line << ": " << line->reason
+              << '\n';
+    out_.write_line(bad_input_json_line(line->target.input_line, line->reason));
+  }
+  return std::nullopt;
+}
+
+void SharedOutput::write_line(const std::string& line) {
+  std::lock_guard lock(mutex_);
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fputc('\n', file_);
+  std::fflush(file_);
+}
+
+SharedAdmission::Verdict SharedAdmission::try_admit(const sockaddr_storage& addr,
+                                                    std::uint64_t now_ns) {
+  std::lock_guard lock(mutex_);
+  if (!prefixes_.try_acquire(addr)) return Verdict::prefix_full;
+  if (!bucket_.take(now_ns)) {
+    prefixes_.release(addr);
+    return Verdict::rate_limited;
+  }
+  return Verdict::admitted;
+}
+
+void SharedAdmission::release(const sockaddr_storage& addr) {
+  std::lock_guard lock(mutex_);
+  prefixes_.release(addr);
+}
+
+std::uint64_t SharedAdmission::next_token(std::uint64_t now_ns) {
+  std::lock_guard lock(mutex_);
+  return bucket_.next_available(now_ns);
+}
+
+// --- per-domain state ---
+
+struct ProbeEngine::AddressTask {
+  Domain* domain = nullptr;
+  std::size_t name_index = 0;
+  AddressRecord record;
+  sockaddr_storage addr{};
+  std::string sni;
+  TryTally nat, port, address;
+  bool first_done = false;
+  TryKind kind = TryKind::nat_rebinding;
+  std::unique_ptr<ProbeConnection> conn;
+
+  AddressTask(std::size_t tries) : nat(tries), port(tries), address(tries) {}
+  TryTally& tally(TryKind k) {
+    return k == TryKind::nat_rebinding ? nat : k == TryKind::port_migration ? port : address;
+  }
+};
+
+struct ProbeEngine::Domain {
+  DomainRecord record;
+  std::uint64_t started = 0;
+  std::size_t dns_pending = 0;
+  std::vector<DnsStatus> a_status, aaaa_status;
+  std::vector<std::unique_ptr<AddressTask>> tasks;
+  std::size_t open_tasks = 0;
+  bool finished = false;
+};
+
+ProbeEngine::ProbeEngine(const ProbeConfig& config, std::size_t max_connections,
+                         SharedInput& input, SharedOutput& output, SharedAdmission& admission,
+                         gnutls_certificate_credentials_t cred)
+    : config_(config),
+      max_connections_(std::max<std::size_t>(1, max_connections)),
+      input_(input),
+      output_(output),
+      admission_(admission),
+      cred_(cred) {}
+
+ProbeEngine::~ProbeEngine() {
+  for (AddressTask* t : running_) t->conn.reset();
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+void ProbeEngine::watch(int fd, ProbeConnection* owner) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  fds_[fd] = owner;
+}
+
+void ProbeEngine::unwatch(int fd) {
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  fds_.erase(fd);
+}
+
+void ProbeEngine::take_domains(std::uint64_t now) {
+  while (!input_done_ && domains_.size() < max_connections_) {
+    auto target = input_.next();
+    if (!target) {
+      input_done_ = true;
+      return;
+    }
+    start_domain(std::move(*target), now);
+  }
+}
+
+void ProbeEngine::start_domain(Target target, std::uint64_t now) {
+  auto owned = std::make_unique<Domain>();
+  Domain& d = *owned;
+  domains_.push_back(std::move(owned));
+  d.started = now;
+  d.record.input_line = target.input_line;
+  d.record.rank = target.rank;
+  d.record.domain = target.domain;
+  for (auto& name : names_to_probe(target.domain, config_.with_www)) {
+    NameRecord n;
+    n.name = std::move(name);
+    d.record.names.push_back(std::move(n));
+  }
+  const std::size_t count = d.record.names.size();
+  d.a_status.assign(count, DnsStatus::no_answer);
+  d.aaaa_status.assign(count, DnsStatus::no_answer);
+  d.dns_pending = count * ((config_.ipv4 ? 1 : 0) + (config_.ipv6 ? 1 : 0));
+  for (std::size_t i = 0; i < count; ++i) resolve_name(d, i, now);
+  if (d.dns_pending == 0) on_name_resolved(d);
+}
+
+void ProbeEngine::resolve_name(Domain& d, std::size_t i, std::uint64_t now) {
+  NameRecord& name = d.record.names[i];
+  if (config_.static_hosts) {
+    auto it = config_.static_hosts->find(name.name);
+    auto settle = [&](std::vector<std::string>* out, DnsStatus* status,
+                      const std::vector<std::string>* found) {
+      *status = it == config_.static_hosts->end() ? DnsStatus::nxdomain
+                : found->empty()                  ? DnsStatus::no_answer
+                                                  : DnsStatus::ok;
+      if (it != config_.static_hosts->end()) *out = *found;
+      --d.dns_pending;
+    };
+    const StaticHostAddresses empty;
+    const StaticHostAddresses& found = it == config_.static_hosts->end() ? empty : it->second;
+    if (config_.ipv4) settle(&name.a, &d.a_status[i], &found.a);
+    if (config_.ipv6) settle(&name.aaaa, &d.aaaa_status[i], &found.aaaa);
+    return;
+  }
+  Domain* dp = &d;
+  auto ask = [&](std::uint16_t qtype, std::vector<std::string>* out, DnsStatus* status) {
+    dns_->resolve(name.name, qtype, now, [this, dp, out, status](const DnsAnswer& answer) {
+      *status = answer.status;
+      *out = answer.addresses;
+      if (--dp->dns_pending == 0) on_name_resolved(*dp);
+    });
+  };
+  if (config_.ipv4) ask(common::dns_type::kA, &name.a, &d.a_status[i]);
+  if (config_.ipv6) ask(common::dns_type::kAaaa, &name.aaaa, &d.aaaa_status[i]);
+}
+
+void ProbeEngine::on_name_resolved(Domain& d) {
+  for (std::size_t i = 0; i < d.record.names.size(); ++i) {
+    NameRecord& name = d.record.names[i];
+    const DnsStatus a = d.a_status[i], aaaa = d.aaaa_status[i];
+    name.dns_status = config_.ipv4 && config_.ipv6 ? combine_status(a, aaaa)
+                      : config_.ipv4               ? a
+                                                   : aaaa;
+    auto add = [&](const std::vector<std::string>& ips, int family) {
+      const bool second = family == 4 ? config_.second_local4.has_value()
+                                      : config_.second_local6.has_value();
+      for (std::size_t k = 0; k < ips.size() && k < config_.max_addresses; ++k) {
+        auto ip = parse_ip(ips[k]);
+        if (!ip) continue;
+        auto task = std::make_unique<AddressTask>(config_.tries);
+        task->domain = &d;
+        task->name_index = i;
+        task->record.ip = ips[k];
+        task->record.family = family;
+        task->addr = with_port(*ip, config_.port);
+        task->sni = name.name;
+        if (!second) task->address.set_untried(Label::not_run);
+        ready_.push_back(task.get());
+        d.tasks.push_back(std::move(task));
+      }
+    };
+    if (config_.ipv4) add(name.a, 4);
+    if (config_.ipv6) add(name.aaaa, 6);
+  }
+  d.open_tasks = d.tasks.size();
+  if (d.open_tasks == 0) finish_domain(d, now_ns());
+}
+
+void ProbeEngine::pump(std::uint64_t now) {
+  std::size_t rotations = 0;
+  while (!ready_.empty() && running_.size() < max_connections_) {
+    AddressTask* t = ready_.front();
+    const auto verdict = admission_.try_admit(t->addr, now);
+    if (verdict == SharedAdmission::Verdict::rate_limited) {
+      admission_retry_at_ = admission_.next_token(now);
+      return;
+    }
+    ready_.pop_front();
+    if (verdict == SharedAdmission::Verdict::prefix_full) {
+      ready_.push_back(t);
+      if (++rotations >= ready_.size()) return;
+      continue;
+    }
+    start_try(*t, now);
+  }
+}
+
+void ProbeEngine::start_try(AddressTask& t, std::uint64_t now) {
+  if (!t.first_done) {
+    t.kind = TryKind::nat_rebinding;
+  } else if (!t.nat.decided()) {
+    t.kind = TryKind::nat_rebinding;
+  } else if (!t.port.decided()) {
+    t.kind = TryKind::port_migration;
+  } else {
+    t.kind = TryKind::address_migration;
+  }
+  TryOptions o;
+  o.server = t.addr;
+  const bool v4 = t.addr.ss_family == AF_INET;
+  o.local = v4 ? config_.local4 : config_.local6;
+  const auto& second = v4 ? config_.second_local4 : config_.second_local6;
+  if (second) o.second_local = *second;
+  o.kind = t.kind;
+  o.sni = t.sni;
+  o.alpn = config_.alpn;
+  o.step_timeout = config_.timeout_ns;
+  std::string error;
+  t.conn = ProbeConnection::start(o, cred_, *this, now, &error);
+  running_.push_back(&t);
+  if (!t.conn) {
+    // No socket (descriptor limit?) or no TLS session: recorded as a failed try.
+    admission_.release(t.addr);
+    running_.pop_back();
+    TryOutcome failed;
+    failed.error = "local: " + error;
+    failed.label = Label::handshake_failed;
+    if (!t.first_done) {
+      t.first_done = true;
+      t.record.error = failed.error;
+      t.nat.set_untried(Label::not_run);
+      t.port.set_untried(Label::not_run);
+      t.address.set_untried(Label::not_run);
+    } else {
+      t.tally(t.kind).add(failed.label);
+    }
+    schedule_or_finish(t);
+  }
+}
+
+void ProbeEngine::on_try_done(AddressTask& t, std::uint64_t) {
+  admission_.release(t.addr);
+  const TryOutcome o = t.conn->outcome();
+  t.conn.reset();
+  if (!t.first_done) {
+    t.first_done = true;
+    if (!o.handshake_done) {
+      t.record.quic = false;
+      t.record.error = o.error.value_or("handshake_failed");
+      t.nat.set_untried(Label::not_run);
+      t.port.set_untried(Label::not_run);
+      t.address.set_untried(Label::not_run);
+    } else {
+      t.record.quic = true;
+      t.record.facts = o.facts;
+      if (!o.first_response) t.record.error = o.error;
+      if (o.facts.disable_active_migration) {
+        t.port.set_untried(Label::refused);
+        if (!t.address.decided()) t.address.set_untried(Label::refused);
+      }
+      t.nat.add(o.label);
+    }
+  } else {
+    t.tally(t.kind).add(o.label);
+  }
+  schedule_or_finish(t);
+}
+
+void ProbeEngine::schedule_or_finish(AddressTask& t) {
+  if (!t.nat.decided() || !t.port.decided() || !t.address.decided()) {
+    ready_.push_back(&t);
+    return;
+  }
+  auto fill = [](TestRecord* out, const TryTally& tally) {
+    out->label = tally.label();
+    out->tries = tally.tries();
+  };
+  fill(&t.record.nat_rebinding, t.nat);
+  fill(&t.record.port_migration, t.port);
+  fill(&t.record.address_migration, t.address);
+  if (--t.domain->open_tasks == 0) finish_domain(*t.domain, now_ns());
+}
+
+void ProbeEngine::finish_domain(Domain& d, std::uint64_t now) {
+  for (auto& task : d.tasks) {
+    d.record.names[task->name_index].addresses.push_back(std::move(task->record));
+  }
+  d.record.elapsed_ms = static_cast<double>(now - d.started) / 1e6;
+  output_.write_line(to_json_line(d.record));
+  d.finished = true;
+}
+
+std::uint64_t ProbeEngine::next_deadline(std::uint64_t now) {
+  std::uint64_t next = now + kMaxWaitNs;
+  for (AddressTask* t : running_) next = std::min(next, t->conn->next_deadline());
+  if (dns_) next = std::min(next, dns_->next_deadline());
+  if (!ready_.empty() && running_.size() < max_connections_ && admission_retry_at_ > now) {
+    next = std::min(next, admission_retry_at_);
+  }
+  return next;
+}
+
+void ProbeEngine::handle_expiries(std::uint64_t now) {
+  for (AddressTask* t : running_) {
+    if (t->conn->next_deadline() <= now) t->conn->on_expiry(now);
+  }
+  if (dns_ && dns_->next_deadline() <= now) dns_->on_expiry(now);
+}
+
+void ProbeEngine::reap(std::uint64_t now) {
+  for (std::size_t i = 0; i < running_.size();) {
+    AddressTask* t = running_[i];
+    if (t->conn->finished()) {
+      running_[i] = running_.back();
+      running_.pop_back();
+      on_try_done(*t, now);
+    } else {
+      ++i;
+    }
+  }
+  std::erase_if(domains_, [](const std::unique_ptr<Domain>& d) { return d->finished; });
+}
+
+bool ProbeEngine::run(std::string* error) {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) {
+    *error = std::string("epoll_create1: ") + std::strerror(errno);
+    return false;
+  }
+  int dns_fd = -1;
+  if (!config_.static_hosts) {
+    dns_ = std::make_unique<DnsClient>(*config_.dns, config_.timeout_ns, error);
+    if (!dns_->valid()) return false;
+    dns_fd = dns_->fd();
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = dns_fd;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, dns_fd, &ev);
+  }
+  std::array<epoll_event, 256> events;
+  for (;;) {
+    std::uint64_t now = now_ns();
+    take_domains(now);
+    pump(now);
+    if (input_done_ && domains_.empty()) return true;
+    const std::uint64_t deadline = next_deadline(now);
+    const int wait_ms =
+        deadline <= now ? 0 : static_cast<int>((deadline - now + 999'999) / 1'000'000);
+    const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), wait_ms);
+    if (n < 0 && errno != EINTR) {
+      *error = std::string("epoll_wait: ") + std::strerror(errno);
+      return false;
+    }
+    now = now_ns();
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[static_cast<std::size_t>(i)].data.fd;
+      if (fd == dns_fd) {
+        dns_->on_readable(now);
+      } else if (auto it = fds_.find(fd); it != fds_.end()) {
+        it->second->on_readable(fd, now);
+      }
+    }
+    handle_expiries(now);
+    reap(now);
+  }
+}
+
+}  // namespace quicstep::measurement::probe
