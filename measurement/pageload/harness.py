@@ -1,0 +1,221 @@
+"""One batch of page loads on the shared lab: bring it up with a link profile (and channel
+rate), serve the pages over HTTP/3 with gtlsserver from the server namespaces, then for each
+round and each mode (native, full VPN, QUICstep; the order rotates every round) load every
+page with a fresh chromium-headless-shell driven over the DevTools protocol, and record
+Navigation Timing, the protocol Chromium used, the bytes through the provider (one capture
+of the WireGuard endpoint at the provider, split by each load's time window) and, in the
+QUICstep mode, quicstepd's migration counters. The caller holds the lab lock."""
+import csv
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "quicstepd"))
+sys.path.insert(0, HERE)
+import qsd_helpers as h  # noqa: E402  (quicstepd, Procs, captures)
+from qsd_helpers import lab_helpers  # noqa: E402
+from qslab_lib import peers  # noqa: E402
+import cdp  # noqa: E402
+import pages  # noqa: E402
+
+MODES = ("native", "full VPN", "QUICstep")
+FIELDS = ["experiment", "profile", "channel_rate_mbit", "round", "mode", "page", "page_bytes",
+          "ok", "error", "ttfb_ms", "plt_ms", "protocol", "responses", "non_h3_responses",
+          "received_bytes", "channel_bytes", "channel_packets", "wall_s", "qs_moved_native",
+          "qs_confirmed", "qs_failed_back", "qs_native_in_bytes", "qs_channel_bytes",
+          "started_unix"]
+
+
+def log(msg):
+    print(f"pageload: {msg}", flush=True)
+
+
+def start_provider_capture(procs, lab, path):
+    """Headers only of the WireGuard packets on the provider's uplink: the channel's load
+    (encrypted tunnel packets both ways, IP bytes)."""
+    prov = lab["provider"]
+    p = procs.start(prov["netns"], ["tcpdump", "-i", prov["uplink_interface"], "-w", path, "-n",
+                                    "-s", "96", "-B", "65536", "udp", "port",
+                                    str(prov["listen_port"])], path + ".log")
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with open(path + ".log") as f:
+            if "listening on" in f.read():
+                return p
+        time.sleep(0.05)
+    raise RuntimeError("tcpdump at the provider did not start")
+
+
+def pcap_packets(path):
+    """(timestamp, IP length) of every packet of a classic pcap file."""
+    link = h.link_header_len(path)
+    out = []
+    with open(path, "rb") as f:
+        hdr = f.read(24)
+        endian = "<" if hdr[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        nano = hdr[:4] in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+        while True:
+            rec = f.read(16)
+            if len(rec) < 16:
+                break
+            sec, frac, incl, orig = struct.unpack(endian + "IIII", rec)
+            f.seek(incl, 1)
+            out.append((sec + frac / (1e9 if nano else 1e6), orig - link))
+    return out
+
+
+class Batch:
+    def __init__(self, experiment, profile, channel_rate, page_names, rounds, timeout=180,
+                 work=None):
+        self.experiment, self.profile, self.rate = experiment, profile, channel_rate
+        self.page_names, self.rounds, self.timeout = page_names, rounds, timeout
+        self.work = tempfile.mkdtemp(prefix="quicstep-pageload-", dir=work)
+        os.chmod(self.work, 0o755)
+        self.procs = h.Procs()
+        self.rows = []
+        self.daemon = None
+
+    # --- lab --------------------------------------------------------------------------
+    def up(self):
+        args = ["up", "--profile", self.profile]
+        if self.rate is not None:
+            args += ["--channel-rate", str(self.rate)]
+        log(f"lab {' '.join(args)}")
+        lab_helpers.qslab(*args, timeout=240)
+        self.lab = lab_helpers.status()
+        self.ns = self.lab["client"]["netns"]
+        htdocs = os.path.join(self.work, "htdocs")
+        self.catalogue = pages.write(htdocs)
+        key, cert, self.spki = peers.make_certificate(self.work)
+        for srv in sorted({s["netns"] for s in self.lab["servers"]}):
+            p = self.procs.start(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
+                                       key, cert], os.path.join(self.work, f"gtlsserver-{srv}.log"))
+            time.sleep(0.3)
+            if p.poll() is not None:
+                raise RuntimeError(f"gtlsserver did not start in {srv}")
+        self.pcap = os.path.join(self.work, "provider.pcap")
+        self.capture = start_provider_capture(self.procs, self.lab, self.pcap)
+
+    def down(self):
+        if self.daemon:
+            self.procs.stop(self.daemon, timeout=20)
+            self.daemon = None
+        self.procs.stop_all()
+        subprocess.run(["ip", "netns", "exec", "qs-client", h.QSD, "--cleanup"],
+                       capture_output=True, timeout=30)
+        lab_helpers.qslab("down", check=False, timeout=120)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    # --- modes (as lab/demo.py switches them) -----------------------------------------
+    def enter(self, mode):
+        if mode == "full VPN":
+            lab_helpers.qslab("vpn", "on")
+        elif mode == "QUICstep":
+            config = h.write_config(os.path.join(self.work, "quicstepd.toml"),
+                                    self.lab["client"]["channel"]["interface"])
+            self.sock = os.path.join(self.work, "control.sock")
+            self.daemon = self.procs.start(self.ns, [h.QSD, "--config", config, "--control",
+                                                     self.sock],
+                                           os.path.join(self.work, "quicstepd.log"))
+            h.wait_daemon(self.ns, self.sock, self.daemon)
+
+    def leave(self, mode):
+        if mode == "full VPN":
+            lab_helpers.qslab("vpn", "off")
+        elif mode == "QUICstep" and self.daemon:
+            self.procs.stop(self.daemon, timeout=20)
+            self.daemon = None
+
+    def qsd_status(self):
+        return json.loads(h.ctl(self.ns, self.sock, "status", "--json").stdout)
+
+    # --- one page load ----------------------------------------------------------------
+    def load(self, round_no, mode, page):
+        path, size = self.catalogue[page]
+        row = {"experiment": self.experiment, "profile": self.profile,
+               "channel_rate_mbit": "" if self.rate is None else self.rate, "round": round_no,
+               "mode": mode, "page": page, "page_bytes": size, "ok": 0, "error": ""}
+        before = self.qsd_status() if mode == "QUICstep" else None
+        home = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
+        origins = ",".join(f"{host}:443" for host in pages.HOSTS)
+        flags = ["--enable-quic", f"--origin-to-force-quic-on={origins}",
+                 f"--ignore-certificate-errors-spki-list={self.spki}"]
+        t0 = time.time()
+        browser = cdp.Browser(["ip", "netns", "exec", self.ns], peers.chromium_binary(), home,
+                              flags, os.path.join(home, "chromium.log"))
+        try:
+            timing, responses = cdp.load_page(browser, f"https://{pages.HOSTS[0]}/{path}",
+                                               self.timeout)
+            row["ttfb_ms"] = round(timing["responseStart"] - timing["startTime"], 2)
+            row["plt_ms"] = round(timing["domComplete"] - timing["responseStart"], 2)
+            row["protocol"] = timing.get("nextHopProtocol", "")
+            row["responses"] = len(responses)
+            row["non_h3_responses"] = sum(r["protocol"] != "h3" for r in responses)
+            row["received_bytes"] = sum(r["bytes"] for r in responses)
+            want = 1 + (pages.MANY_COUNT if page == "many" else 0)
+            bad = [r for r in responses if r["status"] != 200]
+            if timing["domComplete"] <= 0 or len(responses) < want or bad:
+                row["error"] = f"{len(responses)} responses, {len(bad)} not 200"
+            else:
+                row["ok"] = 1
+        except (cdp.CdpError, KeyError, ValueError) as e:
+            row["error"] = str(e)[:200]
+        finally:
+            browser.close()
+            t1 = time.time()
+            shutil.rmtree(home, ignore_errors=True)
+        row["started_unix"], row["wall_s"] = round(t0, 3), round(t1 - t0, 3)
+        self._window = (t0, t1)
+        if before is not None:
+            after = self.qsd_status()
+            wd0, wd1 = before["watchdog"], after["watchdog"]
+            row["qs_moved_native"] = wd1["moved_native"] - wd0["moved_native"]
+            row["qs_confirmed"] = wd1["confirmed"] - wd0["confirmed"]
+            row["qs_failed_back"] = wd1["failed_back"] - wd0["failed_back"]
+            p0, p1 = before["paths"], after["paths"]
+            row["qs_native_in_bytes"] = p1["native"]["in_bytes"] - p0["native"]["in_bytes"]
+            row["qs_channel_bytes"] = (p1["channel"]["bytes"] + p1["channel"]["in_bytes"]
+                                       - p0["channel"]["bytes"] - p0["channel"]["in_bytes"])
+        log(f"{self.experiment} {self.profile} rate={self.rate} r{round_no} {mode:8} {page:5} "
+            f"{'ok' if row['ok'] else 'FAILED ' + row['error']} ttfb={row.get('ttfb_ms')} "
+            f"plt={row.get('plt_ms')} {row.get('protocol', '')}")
+        return row
+
+    def run(self):
+        """All rounds; returns the rows (channel bytes filled in from the capture)."""
+        windows = []
+        for r in range(self.rounds):
+            order = MODES[r % 3:] + MODES[:r % 3]
+            for mode in order:
+                self.enter(mode)
+                try:
+                    for page in self.page_names:
+                        self.rows.append(self.load(r, mode, page))
+                        windows.append(self._window)
+                        time.sleep(0.3)  # let the connection's close leave the window
+                finally:
+                    self.leave(mode)
+        time.sleep(1.0)
+        self.procs.stop(self.capture)
+        packets = pcap_packets(self.pcap)
+        for row, (t0, t1) in zip(self.rows, windows):
+            inside = [n for ts, n in packets if t0 <= ts <= t1]
+            row["channel_bytes"], row["channel_packets"] = sum(inside), len(inside)
+        return self.rows
+
+
+def append_csv(path, rows):
+    new = not os.path.exists(path)
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        if new:
+            w.writeheader()
+        for row in rows:
+            w.writerow({k: row.get(k, "") for k in FIELDS})

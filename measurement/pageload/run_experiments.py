@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The page-load experiments of the paper's §4.4 on the shared lab, with a real browser:
+
+  table5   pages of 10 KB, 100 KB, 1 MB, 10 MB x channel rate 1, 5, 10 Mbit/s, unlimited
+           (paper Table 5 / Figure 8), on the paper's default distances (london-ohio)
+  table2   provider distance: London, New Jersey, Osaka clients, near and far providers,
+           5 Mbit/s (paper Tables 2 and 4, Figures 5 and 6)
+  table3   the DNS-optimised variant: the server near the client (profiles *-near) against
+           the default (server near the provider), 5 Mbit/s (paper Table 3, Figure 9)
+
+Each batch (one profile and rate) takes the lab lock /run/qs-helper-lab.lock, brings the lab
+up, runs its rounds and brings it down, so other users of the lab get it between batches.
+Rows go to OUT/rounds.csv (appended, so an interrupted run can be continued with
+--skip-done); at the end the report (OUT/REPORT.md) and plots (OUT/*.png) are written from
+the CSV. `--report-only` rewrites them from an existing CSV.
+
+  measurement/pageload/run_experiments.py --out measurement/pageload/results
+"""
+import argparse
+import csv
+import fcntl
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+LOCK = "/run/qs-helper-lab.lock"
+RATES = (1, 5, 10, 0)
+TABLE2_PROFILES = ("london-ohio", "london-tokyo", "london-frankfurt", "newjersey-ohio",
+                   "newjersey-seoul", "osaka-tokyo", "osaka-ohio")
+TABLE3_PROFILES = ("london-ohio-near", "london-tokyo-near")
+
+
+def plan(args):
+    """(experiment, profile, channel rate or None, pages, rounds) per batch."""
+    sizes = ["10KB", "100KB", "1MB", "10MB"]
+    out = []
+    if "table5" in args.experiments:
+        for rate in RATES:
+            # 1 Mbit/s: a 10 MB page through the VPN takes ~90 s a load; fewer rounds.
+            rounds = max(2, args.rounds // 2) if rate == 1 else args.rounds
+            out.append(("table5", args.table5_profile, rate, sizes, rounds))
+    if "table2" in args.experiments:
+        for p in TABLE2_PROFILES:
+            out.append(("table2", p, None, ["1MB", "many"], args.rounds))
+    if "table3" in args.experiments:
+        for p in TABLE3_PROFILES:
+            out.append(("table3", p, None, ["1MB", "many"], args.rounds))
+    return out
+
+
+def done_batches(csv_path):
+    if not os.path.exists(csv_path):
+        return set()
+    with open(csv_path) as f:
+        return {(r["experiment"], r["profile"], r["channel_rate_mbit"]) for r in csv.DictReader(f)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--experiments", nargs="+", default=["table5", "table2", "table3"],
+                    choices=["table5", "table2", "table3"])
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
+    ap.add_argument("--table5-profile", default="london-ohio")
+    ap.add_argument("--skip-done", action="store_true", help="skip batches already in the CSV")
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--no-lock", action="store_true", help="the caller already holds the lock")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    csv_path = os.path.join(args.out, "rounds.csv")
+    if not args.report_only:
+        if os.geteuid() != 0:
+            sys.exit("run_experiments: run as root (network namespaces)")
+        import harness
+        done = done_batches(csv_path) if args.skip_done else set()
+        for exp, profile, rate, page_names, rounds in plan(args):
+            key = (exp, profile, "" if rate is None else str(rate))
+            if key in done:
+                harness.log(f"skip {key}: already in {csv_path}")
+                continue
+            lock = None
+            if not args.no_lock:
+                lock = open(LOCK, "a")
+                harness.log(f"waiting for the lab lock {LOCK}")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            t0 = time.time()
+            batch = harness.Batch(exp, profile, rate, page_names, rounds)
+            try:
+                batch.up()
+                rows = batch.run()
+            finally:
+                batch.down()
+                if lock:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+                    lock.close()
+            harness.append_csv(csv_path, rows)
+            harness.log(f"batch {key} done in {time.time() - t0:.0f} s")
+    import report
+    report.write(csv_path, args.out)
+    print(f"report: {os.path.join(args.out, 'REPORT.md')}")
+
+
+if __name__ == "__main__":
+    main()
