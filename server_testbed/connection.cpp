@@ -351,7 +351,15 @@ int Connection::on_extend_stream_data(std::int64_t id) {
   return nghttp3_conn_unblock_stream(h3_->raw(), id) == 0 ? 0 : -1;
 }
 
-void Connection::on_handshake_completed() { WorkerCounters::add(worker_.counters().handshakes); }
+void Connection::on_handshake_completed() {
+  WorkerCounters::add(worker_.counters().handshakes);
+  if (gnutls_session_get_flags(tls_) & GNUTLS_SFLAGS_EARLY_DATA) {
+    WorkerCounters::add(worker_.counters().early_data_accepted);
+  }
+  // A session ticket for resumption and 0-RTT (GnuTLS does not send one by itself here).
+  gnutls_session_ticket_send(tls_, 1, 0);
+  worker_.on_handshake_completed(conn_);
+}
 
 void Connection::on_path_validation(ngtcp2_path_validation_result res) {
   WorkerCounters::add(res == NGTCP2_PATH_VALIDATION_RESULT_SUCCESS

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "server_testbed/cid_codec.hpp"
 #include "server_testbed/migration_policy.hpp"
+#include "server_testbed/token/universal_token.hpp"
 
 namespace quicstep::server_testbed {
 
@@ -30,6 +32,12 @@ struct ServerConfig {
   std::string stats_file;               // JSON counters, rewritten every second; empty: none
   std::uint32_t duration_s = 0;         // stop after this many seconds; 0: on SIGINT/SIGTERM
   bool verbose = false;                 // log every connection event
+  std::string gate_name;                // --gate NAME: quicstep-gate in front; empty: none
+  std::vector<std::uint8_t> master_key; // universal-token master key (file, or random)
+  token::TokenConfig token;             // token lifetimes and key period
+  // Workers validate addresses (Retry, universal tokens) and issue NEW_TOKEN: host Retry,
+  // or gate mode, where they take over when the gate is down (fail-open).
+  bool validate_addresses() const { return retry || !gate_name.empty(); }
 };
 
 }  // namespace quicstep::server_testbed

@@ -7,6 +7,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -21,7 +24,9 @@
 #include <thread>
 #include <vector>
 
+#include "server_testbed/gate_forward.hpp"
 #include "server_testbed/steering_loader.hpp"
+#include "server_testbed/token/master_key.hpp"
 #include "server_testbed/worker.hpp"
 
 namespace qs = quicstep::server_testbed;
@@ -78,11 +83,12 @@ nlohmann::json stats_json(const qs::ServerConfig& cfg, const std::vector<std::un
   nlohmann::json j;
   j["migration"] = std::string(qs::to_string(cfg.migration));
   j["retry"] = cfg.retry;
+  j["gate"] = cfg.gate_name;
   j["steering"] = steering != nullptr;
   j["workers"] = nlohmann::json::array();
   std::uint64_t owned = 0, misdirected = 0;
   for (const auto& w : workers) {
-    j["workers"].push_back(w->counters().to_json());
+    j["workers"].push_back(w->stats_json());
     owned += w->counters().owned.load();
     misdirected += w->counters().misdirected.load();
   }
@@ -91,7 +97,8 @@ nlohmann::json stats_json(const qs::ServerConfig& cfg, const std::vector<std::un
     const qs_steer_counters c = steering->counters();
     j["bpf"] = {{"packets", c.packets},     {"steered", c.steered},
                 {"fallback", c.fallback},   {"malformed", c.malformed},
-                {"select_failed", c.select_failed}, {"disabled", c.disabled}};
+                {"select_failed", c.select_failed}, {"disabled", c.disabled},
+                {"gate", c.gate}, {"gate_absent", c.gate_absent}, {"allowlisted", c.allowlisted}};
   }
   return j;
 }
@@ -114,6 +121,10 @@ struct RawOptions {
   unsigned cid_len = 16;
   unsigned config_id = 0;
   bool no_steering = false;
+  std::string master_key_file;
+  double retry_token_lifetime_s = 10;
+  double new_token_lifetime_s = 86400;
+  double key_period_s = 86400;
 };
 
 void add_options(CLI::App& app, qs::ServerConfig& cfg, RawOptions& raw) {
@@ -136,6 +147,16 @@ void add_options(CLI::App& app, qs::ServerConfig& cfg, RawOptions& raw) {
   app.add_option("--max-connections", cfg.max_connections, "per worker");
   app.add_option("--stats-file", cfg.stats_file, "JSON counters, rewritten every second");
   app.add_option("--duration", cfg.duration_s, "exit after this many seconds (0: on signal)");
+  app.add_option("--gate", cfg.gate_name,
+                 "quicstep-gate NAME in front: Initials go to its socket (README: Retry gate)");
+  app.add_option("--master-key", raw.master_key_file,
+                 "universal-token master key file (>= 32 octets); needed with --gate");
+  app.add_option("--retry-token-lifetime", raw.retry_token_lifetime_s, "seconds")
+      ->check(CLI::Range(0.001, 3600.0));
+  app.add_option("--new-token-lifetime", raw.new_token_lifetime_s, "seconds (<= key period)")
+      ->check(CLI::Range(0.001, 86400.0 * 30));
+  app.add_option("--key-period", raw.key_period_s, "token key rotation period, seconds")
+      ->check(CLI::Range(1.0, 86400.0 * 30));
 }
 
 // Completes cfg from raw; false with *error quoting the bad value.
@@ -148,6 +169,30 @@ bool finish_config(const RawOptions& raw, qs::ServerConfig& cfg, std::string* er
     return false;
   }
   cfg.migration = *policy;
+  cfg.token.retry_lifetime_ms = static_cast<std::uint64_t>(raw.retry_token_lifetime_s * 1000);
+  cfg.token.new_token_lifetime_ms = static_cast<std::uint64_t>(raw.new_token_lifetime_s * 1000);
+  cfg.token.key_period_ms = static_cast<std::uint64_t>(raw.key_period_s * 1000);
+  if (!cfg.gate_name.empty()) {
+    if (!qs::valid_gate_name(cfg.gate_name)) {
+      *error = "--gate: not 1-32 letters, digits, - or _: `" + cfg.gate_name + "'";
+      return false;
+    }
+    if (raw.master_key_file.empty()) {
+      *error = "--gate needs --master-key FILE (the gate verifies the workers' tokens)";
+      return false;
+    }
+    if (raw.no_steering) {
+      *error = "--gate needs the steering program (drop --no-steering)";
+      return false;
+    }
+  }
+  if (!raw.master_key_file.empty()) {
+    cfg.master_key = qs::token::load_master_key(raw.master_key_file, error);
+    if (cfg.master_key.empty()) return false;
+  } else {
+    cfg.master_key.resize(qs::token::kMasterKeyMin);
+    gnutls_rnd(GNUTLS_RND_KEY, cfg.master_key.data(), cfg.master_key.size());
+  }
   cfg.steering = !raw.no_steering;
   cfg.cid.cid_len = static_cast<std::uint8_t>(raw.cid_len);
   cfg.cid.config_id = static_cast<std::uint8_t>(raw.config_id);
@@ -172,7 +217,9 @@ std::unique_ptr<qs::Steering> start_steering(const qs::ServerConfig& cfg,
   auto loaded = qs::Steering::open(error);
   if (!loaded) return nullptr;
   std::unique_ptr<qs::Steering> steering = std::move(*loaded);
-  bool ok = static_cast<bool>(steering->set_config(qs::to_bpf_config(cfg.cid, true)));
+  qs_steer_config bpf_cfg = qs::to_bpf_config(cfg.cid, true);
+  bpf_cfg.gate = cfg.gate_name.empty() ? 0 : 1;
+  bool ok = static_cast<bool>(steering->set_config(bpf_cfg));
   for (std::uint32_t i = 0; ok && i < cfg.workers; ++i) {
     ok = static_cast<bool>(steering->add_socket(i, workers[i]->fd()));
   }
@@ -182,6 +229,44 @@ std::unique_ptr<qs::Steering> start_steering(const qs::ServerConfig& cfg,
     return nullptr;
   }
   return steering;
+}
+
+// Gate mode: pins the maps for quicstep-gate and gives each worker its unix datagram socket
+// for forwarded Initials. false with *error.
+bool start_gate_side(const qs::ServerConfig& cfg, qs::Steering& steering,
+                     const std::vector<std::unique_ptr<qs::Worker>>& workers, std::string* error) {
+  if (!steering.pin(qs::gate_pin_dir(cfg.gate_name), error)) return false;
+  const std::string dir = qs::gate_run_dir(cfg.gate_name);
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    *error = dir + ": " + std::strerror(errno);
+    return false;
+  }
+  for (std::uint32_t i = 0; i < workers.size(); ++i) {
+    const std::string path = qs::gate_worker_socket(cfg.gate_name, i);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path)) {
+      *error = path + ": path too long";
+      return false;
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    unlink(path.c_str());
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      *error = path + ": " + std::strerror(errno);
+      if (fd >= 0) close(fd);
+      return false;
+    }
+    const int rcvbuf = 4 << 20;  // the bounded queue: beyond it the gate counts queue_full
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    workers[i]->attach_gate_socket(fd);
+  }
+  return true;
+}
+
+void stop_gate_side(const qs::ServerConfig& cfg, std::uint32_t workers) {
+  for (std::uint32_t i = 0; i < workers; ++i) unlink(qs::gate_worker_socket(cfg.gate_name, i).c_str());
+  rmdir(qs::gate_run_dir(cfg.gate_name).c_str());
 }
 
 // Writes the stats every second until SIGINT/SIGTERM or the duration ends.
@@ -252,6 +337,11 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (!cfg.gate_name.empty() && !start_gate_side(cfg, *steering, workers, &error)) {
+    std::cerr << "quicstep-server: --gate " << cfg.gate_name << ": " << error << "\n";
+    stop_gate_side(cfg, cfg.workers);
+    return 1;
+  }
 
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
@@ -267,10 +357,12 @@ int main(int argc, char** argv) {
   }
   std::cerr << "quicstep-server: " << cfg.workers << " workers on " << qs::to_string(cfg.listen)
             << ", steering " << (steering ? "on" : "off") << ", migration " << raw.migration
-            << ", retry " << (cfg.retry ? "on" : "off") << "\n";
+            << ", retry " << (cfg.retry ? "on" : "off") << ", gate "
+            << (cfg.gate_name.empty() ? "none" : cfg.gate_name) << "\n";
   wait_for_stop(cfg, stop_signals, workers, steering.get());
   stop = true;
   for (auto& t : threads) t.join();
+  if (!cfg.gate_name.empty()) stop_gate_side(cfg, cfg.workers);
   const auto final_stats = stats_json(cfg, workers, steering.get());
   write_stats(cfg.stats_file, final_stats);
   std::cout << final_stats.dump() << std::endl;

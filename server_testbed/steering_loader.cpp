@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,7 +26,39 @@ Result<std::unique_ptr<Steering>> Steering::open(std::string* errno_text) {
   return std::unique_ptr<Steering>(new Steering(skel));
 }
 
-Steering::~Steering() { steering__destroy(skel_); }
+Steering::~Steering() {
+  unpin();
+  steering__destroy(skel_);
+}
+
+Result<void> Steering::pin(const std::string& dir, std::string* errno_text) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    if (errno_text) *errno_text = dir + ": " + std::strerror(errno);
+    return Error::bad_value;
+  }
+  pin_dir_ = dir;
+  const std::pair<bpf_map*, const char*> maps[] = {{skel_->maps.qs_sockets, "sockets"},
+                                                   {skel_->maps.qs_config, "config"},
+                                                   {skel_->maps.qs_allow, "allow"}};
+  for (const auto& [map, name] : maps) {
+    const std::string path = dir + "/" + name;
+    unlink(path.c_str());  // a stale pin of a crashed server
+    if (bpf_map__pin(map, path.c_str()) != 0) {
+      if (errno_text) *errno_text = path + ": " + std::strerror(errno);
+      return Error::bad_value;
+    }
+  }
+  return {};
+}
+
+void Steering::unpin() {
+  if (pin_dir_.empty()) return;
+  for (const char* name : {"sockets", "config", "allow"}) {
+    unlink((pin_dir_ + "/" + name).c_str());
+  }
+  rmdir(pin_dir_.c_str());
+  pin_dir_.clear();
+}
 
 Result<void> Steering::set_config(const qs_steer_config& config) {
   const std::uint32_t key = 0;
@@ -67,6 +100,9 @@ qs_steer_counters Steering::counters() const {
     sum.malformed += c.malformed;
     sum.select_failed += c.select_failed;
     sum.disabled += c.disabled;
+    sum.gate += c.gate;
+    sum.gate_absent += c.gate_absent;
+    sum.allowlisted += c.allowlisted;
   }
   return sum;
 }

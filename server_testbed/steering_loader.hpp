@@ -33,6 +33,11 @@ class Steering {
   common::Result<void> add_socket(std::uint32_t worker, int fd);
   // SO_ATTACH_REUSEPORT_EBPF on fd (any socket of the group). Errors: bad_value.
   common::Result<void> attach(int fd);
+  // Gate mode: pins the sockarray, config and allowlist maps as dir/{sockets,config,allow}
+  // (dir on a bpffs, created) for quicstep-gate; unpin() removes them (also at destruction).
+  // Errors: bad_value (errno_text says why).
+  common::Result<void> pin(const std::string& dir, std::string* errno_text);
+  void unpin();
   // Sum over CPUs; zeros if the map cannot be read.
   qs_steer_counters counters() const;
 
@@ -42,6 +47,7 @@ class Steering {
  private:
   explicit Steering(::steering* skel) : skel_(skel) {}
   ::steering* skel_;
+  std::string pin_dir_;
 };
 
 }  // namespace quicstep::server_testbed

@@ -15,6 +15,10 @@ constexpr char kPriority[] =
     "+GROUP-SECP384R1:+GROUP-SECP521R1";
 constexpr char kAlpnH3[] = "h3";
 
+// GnuTLS asks to remember each 0-RTT ClientHello within its window; nothing is stored, so
+// 0-RTT replay protection is the window alone (README "Retry gate": 0-RTT).
+int anti_replay_add(void*, time_t, const gnutls_datum_t*, const gnutls_datum_t*) { return 0; }
+
 // Refuses a ClientHello that did not select h3 (the only protocol served).
 int client_hello_cb(gnutls_session_t session, unsigned int, unsigned, unsigned int,
                     const gnutls_datum_t*) {
@@ -40,22 +44,40 @@ std::unique_ptr<TlsContext> TlsContext::load(const std::string& cert_file,
                         gnutls_strerror(rv);
     return nullptr;
   }
+  if (int rv = gnutls_session_ticket_key_generate(&ctx->ticket_key_); rv != 0) {
+    if (error) *error = std::string("session ticket key: ") + gnutls_strerror(rv);
+    return nullptr;
+  }
+  if (int rv = gnutls_anti_replay_init(&ctx->anti_replay_); rv != 0) {
+    if (error) *error = std::string("anti-replay: ") + gnutls_strerror(rv);
+    return nullptr;
+  }
+  gnutls_anti_replay_set_add_function(ctx->anti_replay_, anti_replay_add);
+  gnutls_anti_replay_set_ptr(ctx->anti_replay_, nullptr);
   return ctx;
 }
 
 TlsContext::~TlsContext() {
+  if (anti_replay_) gnutls_anti_replay_deinit(anti_replay_);
+  if (ticket_key_.data) gnutls_memset(ticket_key_.data, 0, ticket_key_.size);
+  gnutls_free(ticket_key_.data);
   if (cred_) gnutls_certificate_free_credentials(cred_);
 }
 
 gnutls_session_t TlsContext::new_session(ngtcp2_crypto_conn_ref* conn_ref) const {
   gnutls_session_t s = nullptr;
-  if (gnutls_init(&s, GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA) !=
-      0) {
+  if (gnutls_init(&s, GNUTLS_SERVER | GNUTLS_ENABLE_EARLY_DATA | GNUTLS_NO_AUTO_SEND_TICKET |
+                          GNUTLS_NO_END_OF_EARLY_DATA) != 0) {
     return nullptr;
   }
   bool ok = gnutls_priority_set_direct(s, kPriority, nullptr) == 0 &&
             ngtcp2_crypto_gnutls_configure_server_session(s) == 0 &&
-            gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred_) == 0;
+            gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred_) == 0 &&
+            gnutls_session_ticket_enable_server(s, &ticket_key_) == 0;
+  if (ok) {
+    gnutls_anti_replay_enable(s, anti_replay_);
+    gnutls_record_set_max_early_data_size(s, 0xffffffffu);  // QUIC: RFC 9001 4.6.1
+  }
   if (ok) {
     gnutls_handshake_set_hook_function(s, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
                                        client_hello_cb);

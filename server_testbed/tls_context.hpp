@@ -27,6 +27,8 @@ class TlsContext {
  private:
   TlsContext() = default;
   gnutls_certificate_credentials_t cred_ = nullptr;
+  gnutls_datum_t ticket_key_{};             // session tickets: one key for every worker
+  gnutls_anti_replay_t anti_replay_ = nullptr;  // 0-RTT: GnuTLS's ClientHello time window
 };
 
 }  // namespace quicstep::server_testbed

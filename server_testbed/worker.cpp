@@ -3,11 +3,16 @@
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cerrno>
 #include <chrono>
 #include <vector>
+
+#include "server_testbed/gate_forward.hpp"
 
 namespace quicstep::server_testbed {
 
@@ -15,16 +20,8 @@ namespace {
 
 constexpr std::size_t kRecvBatch = 64;                         // datagrams per wake-up
 constexpr ngtcp2_tstamp kMaxWait = 100 * NGTCP2_MILLISECONDS;  // stop-flag latency
-constexpr ngtcp2_duration kRetryTokenLifetime = 10 * NGTCP2_SECONDS;
-
 std::string key_of(const std::uint8_t* data, std::size_t len) {
   return std::string(reinterpret_cast<const char*>(data), len);
-}
-
-ngtcp2_tstamp system_now() {
-  return static_cast<ngtcp2_tstamp>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
 }
 
 }  // namespace
@@ -39,11 +36,83 @@ ngtcp2_tstamp monotonic_now() {
 Worker::Worker(std::uint32_t id, const ServerConfig& config, const CidCodec& codec,
                const TlsContext& tls, const StaticSecret& secret, UdpSocket socket)
     : id_(id), config_(config), codec_(codec), tls_(tls), secret_(secret),
-      socket_(std::move(socket)) {}
+      socket_(std::move(socket)) {
+  // The master key was checked (length) when the config was built.
+  auto token_codec = token::TokenCodec::create(config_.master_key, config_.token);
+  if (token_codec) {
+    validator_ = std::make_unique<AddressValidator>(std::move(*token_codec),
+                                                    config_.validate_addresses(), token_counters_);
+  }
+}
 
 Worker::~Worker() {
   by_cid_.clear();
   conns_.clear();
+  if (gate_fd_ >= 0) close(gate_fd_);
+}
+
+void Worker::attach_gate_socket(int fd) {
+  if (gate_fd_ >= 0) close(gate_fd_);
+  gate_fd_ = fd;
+}
+
+nlohmann::json Worker::stats_json() const {
+  nlohmann::json j = counters_.to_json();
+  j.update(token_counters_.to_json());
+  auto g = [](const TokenCounters::C& c) { return c.load(std::memory_order_relaxed); };
+  j["retry_token_bad"] = g(token_counters_.token_invalid) + g(token_counters_.token_expired) +
+                         g(token_counters_.token_replayed) + g(token_counters_.token_unknown_key);
+  j["forwarded_in"] = forwarded_seen_.load(std::memory_order_relaxed);
+  return j;
+}
+
+void Worker::on_handshake_completed(ngtcp2_conn* conn) {
+  if (!validator_ || !validator_->require_validation()) return;
+  const ngtcp2_path* path = ngtcp2_conn_get_path(conn);
+  sockaddr_storage remote{};
+  std::memcpy(&remote, path->remote.addr, std::min<std::size_t>(path->remote.addrlen, sizeof(remote)));
+  std::array<std::uint8_t, token::kMaxTokenLen> tok{};
+  const std::size_t n = validator_->make_new_token(tok, remote, wall_clock_ms());
+  if (n > 0 && ngtcp2_conn_submit_new_token(conn, tok.data(), n) == 0) {
+    TokenCounters::add(token_counters_.new_token_sent);
+  }
+}
+
+void Worker::on_forwarded(const std::uint8_t* data, std::size_t len, ngtcp2_tstamp now) {
+  auto msg = decode_forward({data, len});
+  if (!msg) {
+    WorkerCounters::add(counters_.malformed);
+    return;
+  }
+  forwarded_seen_.fetch_add(1, std::memory_order_relaxed);
+  WorkerCounters::add(counters_.rx_packets);
+  WorkerCounters::add(counters_.rx_bytes, msg->packet.size());
+  ngtcp2_version_cid vc{};
+  if (ngtcp2_pkt_decode_version_cid(&vc, msg->packet.data(), msg->packet.size(),
+                                    codec_.cid_len()) != 0) {
+    WorkerCounters::add(counters_.malformed);
+    return;
+  }
+  auto it = by_cid_.find(key_of(vc.dcid, vc.dcidlen));
+  if (it != by_cid_.end()) {  // a resent Initial of a connection this worker has
+    handle(it->second, it->second->on_datagram(msg->client, msg->packet.data(),
+                                               msg->packet.size(), 0, now));
+    return;
+  }
+  AddressValidator::Outcome outcome;
+  outcome.action = AddressValidator::Action::accept;
+  outcome.has_odcid = msg->has_odcid;
+  outcome.odcid.datalen = msg->odcid_len;
+  std::memcpy(outcome.odcid.data, msg->odcid.data(), msg->odcid_len);
+  accept(msg->packet.data(), msg->packet.size(), msg->client, 0, now, &outcome);
+}
+
+void Worker::drain_gate_socket(std::vector<std::uint8_t>& buf) {
+  for (std::size_t i = 0; i < kRecvBatch; ++i) {
+    const ssize_t n = recv(gate_fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n < 0) break;
+    on_forwarded(buf.data(), static_cast<std::size_t>(n), monotonic_now());
+  }
 }
 
 void Worker::make_cid(ngtcp2_cid* cid) const {
@@ -102,7 +171,7 @@ void Worker::on_datagram(const std::uint8_t* data, std::size_t len, const sockad
   auto it = by_cid_.find(key_of(vc.dcid, vc.dcidlen));
   if (it == by_cid_.end()) {
     if (is_long) {
-      accept(data, len, from, ecn, now);
+      accept(data, len, from, ecn, now, nullptr);
     } else {
       not_found(vc.dcid, vc.dcidlen);
     }
@@ -123,7 +192,8 @@ void Worker::not_found(const std::uint8_t* dcid, std::size_t dcidlen) {
 }
 
 void Worker::accept(const std::uint8_t* data, std::size_t len, const sockaddr_storage& from,
-                    std::uint32_t ecn, ngtcp2_tstamp now) {
+                    std::uint32_t ecn, ngtcp2_tstamp now,
+                    const AddressValidator::Outcome* forwarded) {
   AcceptInfo info;
   info.local = config_.listen;
   info.remote = from;
@@ -141,24 +211,30 @@ void Worker::accept(const std::uint8_t* data, std::size_t len, const sockaddr_st
     WorkerCounters::add(counters_.rejected_initial);
     return;
   }
-  ngtcp2_cid odcid{};
-  if (config_.retry) {
-    if (info.hd.token.len == 0 || info.hd.token.base[0] != NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
+  if (!validator_) return;
+  // Forwarded by the gate: verified there. Otherwise this worker decides (host Retry, or
+  // gate mode with the gate down or the flow allowlisted).
+  const AddressValidator::Outcome outcome =
+      forwarded ? *forwarded : validator_->on_initial(info.hd, from, wall_clock_ms());
+  switch (outcome.action) {
+    case AddressValidator::Action::send_retry:
       send_retry(info.hd, from);
       return;
-    }
-    if (ngtcp2_crypto_verify_retry_token(&odcid, info.hd.token.base, info.hd.token.len,
-                                         secret_.data(), secret_.size(), info.hd.version,
-                                         reinterpret_cast<const sockaddr*>(&from),
-                                         sockaddr_len(from), &info.hd.dcid,
-                                         kRetryTokenLifetime, system_now()) != 0) {
-      WorkerCounters::add(counters_.retry_token_bad);
+    case AddressValidator::Action::drop:
       return;
-    }
-    info.odcid = &odcid;
-  } else {
-    info.hd.token = ngtcp2_vec{nullptr, 0};  // regular tokens are not issued: ignore any
+    case AddressValidator::Action::accept:
+      break;
   }
+  if (outcome.has_odcid) {
+    info.odcid = &outcome.odcid;
+  } else if (!outcome.new_token && !forwarded) {
+    info.hd.token = ngtcp2_vec{nullptr, 0};  // not validated by a token: ignore any
+  }
+  create(info, data, len, from, ecn, now);
+}
+
+void Worker::create(AcceptInfo& info, const std::uint8_t* data, std::size_t len,
+                    const sockaddr_storage& from, std::uint32_t ecn, ngtcp2_tstamp now) {
   auto conn = Connection::create(*this, info, now);
   if (!conn) {
     WorkerCounters::add(counters_.rejected_initial);
@@ -176,18 +252,17 @@ void Worker::accept(const std::uint8_t* data, std::size_t len, const sockaddr_st
 void Worker::send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& to) {
   ngtcp2_cid scid{};
   make_cid(&scid);
-  std::array<std::uint8_t, NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN> token{};
-  const auto tokenlen = ngtcp2_crypto_generate_retry_token(
-      token.data(), secret_.data(), secret_.size(), hd.version,
-      reinterpret_cast<const sockaddr*>(&to), sockaddr_len(to), &scid, &hd.dcid, system_now());
-  if (tokenlen < 0) return;
+  std::array<std::uint8_t, token::kMaxTokenLen> token{};
+  const std::size_t tokenlen =
+      validator_->make_retry_token(token, to, hd.dcid, scid, wall_clock_ms());
+  if (tokenlen == 0) return;
   std::array<std::uint8_t, NGTCP2_MAX_UDP_PAYLOAD_SIZE> buf{};
   const auto n = ngtcp2_crypto_write_retry(buf.data(), buf.size(), hd.version, &hd.scid, &scid,
                                            &hd.dcid, token.data(),
                                            static_cast<std::size_t>(tokenlen));
   if (n <= 0) return;
   send(buf.data(), static_cast<std::size_t>(n), to);
-  WorkerCounters::add(counters_.retry_sent);
+  TokenCounters::add(token_counters_.retry_sent);
 }
 
 void Worker::send_version_negotiation(const ngtcp2_version_cid& vc, const sockaddr_storage& to) {
@@ -233,10 +308,11 @@ void Worker::run(const std::atomic<bool>& stop) {
     ngtcp2_tstamp now = monotonic_now();
     const ngtcp2_tstamp deadline = std::min(next_deadline(), now + kMaxWait);
     const ngtcp2_tstamp wait = deadline > now ? deadline - now : 0;
-    pollfd pfd{socket_.fd(), POLLIN, 0};
+    pollfd pfd[2] = {{socket_.fd(), POLLIN, 0}, {gate_fd_, POLLIN, 0}};
     timespec ts{static_cast<time_t>(wait / NGTCP2_SECONDS),
                 static_cast<long>(wait % NGTCP2_SECONDS)};
-    ppoll(&pfd, 1, &ts, nullptr);
+    ppoll(pfd, gate_fd_ >= 0 ? 2 : 1, &ts, nullptr);
+    if (gate_fd_ >= 0) drain_gate_socket(buf);
     for (std::size_t i = 0; i < kRecvBatch; ++i) {
       sockaddr_storage from{};
       socklen_t from_len = 0;

@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "server_testbed/address_validator.hpp"
 #include "server_testbed/cid_codec.hpp"
 #include "server_testbed/connection.hpp"
 #include "server_testbed/server_config.hpp"
@@ -32,6 +33,16 @@ class Worker {
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
+
+  // Gate mode: the unix datagram socket on which quicstep-gate forwards verified Initials
+  // (owned from here on).
+  void attach_gate_socket(int fd);
+  // One message from the gate (gate_forward.hpp), public for tests.
+  void on_forwarded(const std::uint8_t* data, std::size_t len, ngtcp2_tstamp now);
+  // Called by a connection whose handshake completed: issues a NEW_TOKEN when validating.
+  void on_handshake_completed(ngtcp2_conn* conn);
+  // Counters as JSON: WorkerCounters plus the token counters.
+  nlohmann::json stats_json() const;
 
   // The loop; returns when stop is set (checked at least every 100 ms).
   void run(const std::atomic<bool>& stop);
@@ -55,9 +66,12 @@ class Worker {
 
  private:
   void accept(const std::uint8_t* data, std::size_t len, const sockaddr_storage& from,
-              std::uint32_t ecn, ngtcp2_tstamp now);
+              std::uint32_t ecn, ngtcp2_tstamp now, const AddressValidator::Outcome* forwarded);
+  void drain_gate_socket(std::vector<std::uint8_t>& buf);
   void not_found(const std::uint8_t* dcid, std::size_t dcidlen);
   void send_retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage& to);
+  void create(AcceptInfo& info, const std::uint8_t* data, std::size_t len,
+              const sockaddr_storage& from, std::uint32_t ecn, ngtcp2_tstamp now);
   void send_version_negotiation(const ngtcp2_version_cid& vc, const sockaddr_storage& to);
   void handle(Connection* conn, Connection::Status status);
   void remove(Connection* conn);
@@ -71,6 +85,10 @@ class Worker {
   const StaticSecret& secret_;
   UdpSocket socket_;
   WorkerCounters counters_;
+  TokenCounters token_counters_;
+  std::unique_ptr<AddressValidator> validator_;
+  int gate_fd_ = -1;
+  std::atomic<std::uint64_t> forwarded_seen_{0};
   std::unordered_map<std::string, Connection*> by_cid_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
 };

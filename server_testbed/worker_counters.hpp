@@ -32,6 +32,7 @@ struct WorkerCounters {
   C requests{0};            // HTTP requests answered
   C closed{0};              // connections removed
   C active{0};              // connections now
+  C early_data_accepted{0}; // handshakes in which the client's 0-RTT data was accepted
 
   nlohmann::json to_json() const {
     auto g = [](const C& c) { return c.load(std::memory_order_relaxed); };
@@ -45,7 +46,7 @@ struct WorkerCounters {
             {"handshakes", g(handshakes)},   {"path_validated", g(path_validated)},
             {"path_failed", g(path_failed)}, {"policy_ignored", g(policy_ignored)},
             {"requests", g(requests)},       {"closed", g(closed)},
-            {"active", g(active)}};
+            {"active", g(active)},           {"early_data_accepted", g(early_data_accepted)}};
   }
   static void add(C& c, std::uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 };

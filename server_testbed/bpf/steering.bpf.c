@@ -22,7 +22,7 @@
 
 struct {
   __uint(type, BPF_MAP_TYPE_REUSEPORT_SOCKARRAY);
-  __uint(max_entries, QS_STEER_MAX_WORKERS);
+  __uint(max_entries, QS_SOCKARRAY_LEN);
   __type(key, __u32);
   __type(value, __u32);
 } qs_sockets SEC(".maps");
@@ -41,6 +41,14 @@ struct {
   __type(value, struct qs_steer_counters);
 } qs_counters SEC(".maps");
 
+/* Verified client flows (written by quicstep-gate): their Initials bypass the gate. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, QS_ALLOW_MAX_ENTRIES);
+  __type(key, struct qs_allow_key);
+  __type(value, __u64);
+} qs_allow SEC(".maps");
+
 /* Copies min(payload_len, QS_STEER_PEEK_LEN) octets at off into buf. One constant-size load
  * for ordinary packets; octet by octet (bounded) for short ones, since the verifier wants
  * constant or provably non-zero bounded sizes. Returns 0, or -1 when nothing could be read. */
@@ -57,10 +65,9 @@ static __always_inline int qs_load_peek(void *ctx, __u32 off, __u32 payload_len,
 /* Loads the first octets of the payload at off and decides. ctx is either context type:
  * bpf_skb_load_bytes takes both. */
 static __always_inline int qs_decide_at(void *ctx, __u32 off, __u32 payload_len, __u32 *worker,
-                                        struct qs_steer_counters *cnt) {
+                                        struct qs_steer_counters *cnt, __u8 *buf) {
   __u32 zero = 0;
   struct qs_steer_config *cfg = bpf_map_lookup_elem(&qs_config, &zero);
-  __u8 buf[QS_STEER_BUF_LEN] = {0};
   int verdict;
 
   if (!cfg) {
@@ -83,11 +90,65 @@ static __always_inline int qs_decide_at(void *ctx, __u32 off, __u32 payload_len,
   return verdict;
 }
 
+/* 1 when the datagram's source flow is in the allowlist and not expired. */
+static __always_inline int qs_allowlisted(struct sk_reuseport_md *ctx) {
+  struct qs_allow_key key = {0};
+  if (bpf_skb_load_bytes(ctx, 0, key.port, 2) != 0) return 0;
+  if (ctx->eth_protocol == bpf_htons(ETH_P_IP)) {
+    key.family = 4;
+    if (bpf_skb_load_bytes_relative(ctx, 12, key.addr, 4, BPF_HDR_START_NET) != 0) return 0;
+  } else if (ctx->eth_protocol == bpf_htons(ETH_P_IPV6)) {
+    key.family = 6;
+    if (bpf_skb_load_bytes_relative(ctx, 8, key.addr, 16, BPF_HDR_START_NET) != 0) return 0;
+  } else {
+    return 0;
+  }
+  __u64 *expiry = bpf_map_lookup_elem(&qs_allow, &key);
+  if (!expiry) return 0;
+  if (*expiry < bpf_ktime_get_ns()) {
+    bpf_map_delete_elem(&qs_allow, &key);
+    return 0;
+  }
+  return 1;
+}
+
+/* Gate mode: v1 Initials of flows not allowlisted go to the gate's socket; everything else
+ * goes to a worker (by DCID, or by the DCID hash when the DCID is not ours), never to the
+ * kernel's hash, which could pick the gate's socket. */
+static __always_inline int qs_gate_select(struct sk_reuseport_md *ctx, const __u8 *buf,
+                                          __u32 payload_len, int verdict, __u32 worker,
+                                          struct qs_steer_counters *cnt) {
+  __u32 zero = 0;
+  struct qs_steer_config *cfg = bpf_map_lookup_elem(&qs_config, &zero);
+  if (!cfg) return SK_PASS;
+  if (qs_steer_is_v1_initial(buf, payload_len)) {
+    if (qs_allowlisted(ctx)) {
+      if (cnt) cnt->allowlisted++;
+    } else {
+      __u32 gate = QS_GATE_SLOT;
+      if (bpf_sk_select_reuseport(ctx, &qs_sockets, &gate, 0) == 0) {
+        if (cnt) cnt->gate++;
+        return SK_PASS;
+      }
+      if (cnt) cnt->gate_absent++;
+    }
+  }
+  if (verdict != QS_STEER_WORKER) worker = qs_steer_dcid_worker(buf, payload_len, cfg->worker_count);
+  if (bpf_sk_select_reuseport(ctx, &qs_sockets, &worker, 0) == 0) {
+    if (cnt && verdict == QS_STEER_WORKER) cnt->steered++;
+  } else if (cnt) {
+    cnt->select_failed++;
+  }
+  return SK_PASS;
+}
+
 SEC("sk_reuseport")
 int qs_select_socket(struct sk_reuseport_md *ctx) {
   __u32 zero = 0;
   __u32 worker = 0;
   struct qs_steer_counters *cnt = bpf_map_lookup_elem(&qs_counters, &zero);
+  struct qs_steer_config *cfg = bpf_map_lookup_elem(&qs_config, &zero);
+  __u8 buf[QS_STEER_BUF_LEN] = {0};
   __u32 len = ctx->len;
   int verdict;
 
@@ -98,7 +159,10 @@ int qs_select_socket(struct sk_reuseport_md *ctx) {
     }
     return SK_PASS;
   }
-  verdict = qs_decide_at(ctx, UDP_HDR_LEN, len - UDP_HDR_LEN, &worker, cnt);
+  verdict = qs_decide_at(ctx, UDP_HDR_LEN, len - UDP_HDR_LEN, &worker, cnt, buf);
+  if (cfg && cfg->enabled && cfg->gate) {
+    return qs_gate_select(ctx, buf, len - UDP_HDR_LEN, verdict, worker, cnt);
+  }
   if (verdict != QS_STEER_WORKER) return SK_PASS;
   if (bpf_sk_select_reuseport(ctx, &qs_sockets, &worker, 0) == 0) {
     if (cnt) cnt->steered++;
@@ -133,8 +197,9 @@ int qs_steer_test(struct __sk_buff *skb) {
     return 100 + QS_STEER_MALFORMED;
   }
   if (l4 != IPPROTO_UDP || skb->len < l4_off + UDP_HDR_LEN) return 100 + QS_STEER_MALFORMED;
+  __u8 buf[QS_STEER_BUF_LEN] = {0};
   verdict = qs_decide_at(skb, l4_off + UDP_HDR_LEN, skb->len - l4_off - UDP_HDR_LEN, &worker,
-                         cnt);
+                         cnt, buf);
   if (verdict != QS_STEER_WORKER) return 100 + verdict;
   if (cnt) cnt->steered++;
   return (int)worker;

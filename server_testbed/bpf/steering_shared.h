@@ -38,6 +38,11 @@ typedef uint64_t qs_u64;
 #define QS_STEER_PEEK_LEN 26u
 #define QS_STEER_BUF_LEN 32u
 #define QS_STEER_MASK_MULT 0x9E3779B97F4A7C15ull
+/* Retry gate (README "Retry gate"): the gate's socket sits in the sockarray after the
+ * workers' slots; verified client flows are kept in an LRU allowlist with an expiry. */
+#define QS_GATE_SLOT QS_STEER_MAX_WORKERS
+#define QS_SOCKARRAY_LEN (QS_STEER_MAX_WORKERS + 1u)
+#define QS_ALLOW_MAX_ENTRIES 65536u
 
 /* Config, one entry in an ARRAY map, written by user space before sockets get traffic. */
 struct qs_steer_config {
@@ -46,7 +51,10 @@ struct qs_steer_config {
   qs_u8 config_id;      /* rotation bits the server issues (0..2) */
   qs_u8 cid_len;        /* length of every CID the server issues (4..20) */
   qs_u8 obfuscate;      /* 1: octet 1 is XORed with qs_steer_mask(key, nonce) */
-  qs_u8 reserved[5];
+  qs_u8 gate;           /* 1: v1 Initials from flows not in the allowlist go to QS_GATE_SLOT,
+                           and nothing is left to the kernel's hash (the gate's socket is in
+                           the group) */
+  qs_u8 reserved[4];
   qs_u64 key;           /* obfuscation key (not secret against an analyst: see README) */
 };
 
@@ -58,16 +66,30 @@ struct qs_steer_counters {
   qs_u64 malformed;     /* too short, DCID length > 20: kernel hash */
   qs_u64 select_failed; /* bpf_sk_select_reuseport refused (socket missing): kernel hash */
   qs_u64 disabled;      /* steering off: kernel hash */
+  qs_u64 gate;          /* gate mode: an Initial was handed to the gate's socket */
+  qs_u64 gate_absent;   /* gate mode: ... but the gate slot is empty (fail-open to workers) */
+  qs_u64 allowlisted;   /* gate mode: an Initial of an allowlisted flow bypassed the gate */
+};
+
+/* The allowlist's key: a client flow (address and UDP port, network order). Value: the
+ * CLOCK_MONOTONIC time in ns (bpf_ktime_get_ns) after which the entry no longer counts. */
+struct qs_allow_key {
+  qs_u8 family;         /* 4 or 6 */
+  qs_u8 pad;
+  qs_u8 port[2];        /* network order */
+  qs_u8 addr[16];       /* IPv4 in the first 4 octets, the rest zero */
 };
 
 #ifndef __bpf__
 #ifdef __cplusplus
 static_assert(sizeof(struct qs_steer_config) == 24, "qs_steer_config layout");
-static_assert(sizeof(struct qs_steer_counters) == 48, "qs_steer_counters layout");
+static_assert(sizeof(struct qs_steer_counters) == 72, "qs_steer_counters layout");
+static_assert(sizeof(struct qs_allow_key) == 20, "qs_allow_key layout");
 #endif
 #else
 _Static_assert(sizeof(struct qs_steer_config) == 24, "qs_steer_config layout");
-_Static_assert(sizeof(struct qs_steer_counters) == 48, "qs_steer_counters layout");
+_Static_assert(sizeof(struct qs_steer_counters) == 72, "qs_steer_counters layout");
+_Static_assert(sizeof(struct qs_allow_key) == 20, "qs_allow_key layout");
 #endif
 
 /* Verdicts of qs_steer_decide; QS_STEER_WORKER means *worker holds the index. */
@@ -131,6 +153,30 @@ QS_INLINE int qs_steer_decide(const qs_u8 *buf, qs_u32 len, const struct qs_stee
   if (cfg->cid_len > QS_STEER_MAX_CID_LEN) return QS_STEER_MALFORMED;
   if (len < 1 + (qs_u32)cfg->cid_len) return QS_STEER_MALFORMED;
   return qs_steer_decode_cid(buf, 1, cfg->cid_len, cfg, worker);
+}
+
+/* 1 when the payload starts a QUIC v1 Initial (long header, version 1, type 0). */
+QS_INLINE int qs_steer_is_v1_initial(const qs_u8 *buf, qs_u32 len) {
+  if (len < 7) return 0;
+  if ((buf[0] & 0xb0) != 0x80) return 0; /* long header, type bits 00 */
+  return buf[1] == 0 && buf[2] == 0 && buf[3] == 0 && buf[4] == 1;
+}
+
+/* Gate mode: the worker for a datagram whose DCID is not ours (a client-chosen DCID: first
+ * Initial without a gate, 0-RTT). FNV-1a over the long-header DCID, so that every packet
+ * with that DCID reaches the same worker; the gate forwards NEW_TOKEN Initials by the same
+ * function. 0 for anything that is not a long header with a DCID. */
+QS_INLINE qs_u32 qs_steer_dcid_worker(const qs_u8 *buf, qs_u32 len, qs_u32 worker_count) {
+  qs_u32 h = 2166136261u;
+  if (worker_count == 0 || len < 6 || !(buf[0] & 0x80)) return 0;
+  qs_u32 dcid_len = buf[5];
+  if (dcid_len > QS_STEER_MAX_CID_LEN || len < 6 + dcid_len) return 0;
+  for (qs_u32 i = 0; i < QS_STEER_MAX_CID_LEN; i++) {
+    if (i >= dcid_len) break;
+    h ^= buf[(6 + i) & (QS_STEER_BUF_LEN - 1)];
+    h *= 16777619u;
+  }
+  return h % worker_count;
 }
 
 #endif /* QS_STEERING_SHARED_H */

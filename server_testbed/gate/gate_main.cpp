@@ -1,0 +1,252 @@
+// quicstep-gate: the Retry gate in front of quicstep-server --gate NAME (README "Retry gate").
+// It joins the server's SO_REUSEPORT group with its own socket, puts that socket in the
+// pinned sockarray at the gate slot (the steering program then hands it the Initials of
+// flows not allowlisted), answers token-less Initials with Retries, and forwards Initials
+// with valid tokens to the workers' unix datagram sockets, allowlisting their flows. When
+// it exits or dies, the kernel drops its socket from the sockarray and the workers do Retry
+// themselves (fail-open); started again, it takes the Initials back.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <vector>
+
+#include "server_testbed/gate/gate_core.hpp"
+#include "server_testbed/gate/gate_maps.hpp"
+#include "server_testbed/token/master_key.hpp"
+#include "server_testbed/udp_socket.hpp"
+#include "server_testbed/worker.hpp"
+
+namespace qs = quicstep::server_testbed;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+// "198.18.220.10:443" or "[2001:db8:220::10]:443".
+bool parse_endpoint(const std::string& text, sockaddr_storage* out) {
+  std::string host, port;
+  if (!text.empty() && text[0] == '[') {
+    const auto close = text.find("]:");
+    if (close == std::string::npos) return false;
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos) return false;
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
+    return false;
+  }
+  *out = {};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(out);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(out);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<std::uint16_t>(value));
+    return true;
+  }
+  if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<std::uint16_t>(value));
+    return true;
+  }
+  return false;
+}
+
+void write_stats(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+struct Options {
+  std::string name, listen, master_key_file, stats_file;
+  int cpu = -1;
+  double allowlist_ttl_s = 30;
+  double retry_token_lifetime_s = 10, new_token_lifetime_s = 86400, key_period_s = 86400;
+  unsigned duration_s = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"quicstep-gate: stateless Retry gate in front of quicstep-server --gate NAME"};
+  Options opt;
+  app.add_option("--gate", opt.name, "the NAME given to quicstep-server --gate")->required();
+  app.add_option("--listen", opt.listen, "the server's address:port or [address]:port")->required();
+  app.add_option("--master-key", opt.master_key_file, "universal-token master key file")->required();
+  app.add_option("--cpu", opt.cpu, "pin the gate to this CPU");
+  app.add_option("--stats-file", opt.stats_file, "JSON counters, rewritten every second");
+  app.add_option("--duration", opt.duration_s, "exit after this many seconds (0: on signal)");
+  app.add_option("--allowlist-ttl", opt.allowlist_ttl_s, "seconds a verified flow bypasses the gate")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--retry-token-lifetime", opt.retry_token_lifetime_s, "seconds")
+      ->check(CLI::Range(0.001, 3600.0));
+  app.add_option("--new-token-lifetime", opt.new_token_lifetime_s, "seconds")
+      ->check(CLI::Range(0.001, 86400.0 * 30));
+  app.add_option("--key-period", opt.key_period_s, "token key rotation period, seconds")
+      ->check(CLI::Range(1.0, 86400.0 * 30));
+  CLI11_PARSE(app, argc, argv);
+
+  std::string error;
+  sockaddr_storage listen{};
+  if (!parse_endpoint(opt.listen, &listen)) {
+    std::cerr << "quicstep-gate: --listen: not address:port or [address]:port: `" << opt.listen
+              << "'\n";
+    return 2;
+  }
+  if (!qs::valid_gate_name(opt.name)) {
+    std::cerr << "quicstep-gate: --gate: not 1-32 letters, digits, - or _: `" << opt.name << "'\n";
+    return 2;
+  }
+  const auto master = qs::token::load_master_key(opt.master_key_file, &error);
+  if (master.empty()) {
+    std::cerr << "quicstep-gate: " << error << "\n";
+    return 2;
+  }
+  qs::token::TokenConfig tcfg;
+  tcfg.retry_lifetime_ms = static_cast<std::uint64_t>(opt.retry_token_lifetime_s * 1000);
+  tcfg.new_token_lifetime_ms = static_cast<std::uint64_t>(opt.new_token_lifetime_s * 1000);
+  tcfg.key_period_ms = static_cast<std::uint64_t>(opt.key_period_s * 1000);
+  auto token_codec = qs::token::TokenCodec::create(master, tcfg);
+  if (!token_codec) {
+    std::cerr << "quicstep-gate: bad token configuration\n";
+    return 2;
+  }
+
+  auto maps = qs::gate::GateMaps::open(opt.name, &error);
+  if (!maps) {
+    std::cerr << "quicstep-gate: " << error << "\n";
+    return 1;
+  }
+  qs_steer_config bpf_cfg{};
+  if (!maps->read_config(&bpf_cfg) || !bpf_cfg.gate) {
+    std::cerr << "quicstep-gate: the server's steering config is unreadable or not in gate mode\n";
+    return 1;
+  }
+  qs::CidConfig cid_cfg;
+  cid_cfg.config_id = bpf_cfg.config_id;
+  cid_cfg.cid_len = bpf_cfg.cid_len;
+  cid_cfg.worker_count = bpf_cfg.worker_count;
+  if (bpf_cfg.obfuscate) cid_cfg.key = bpf_cfg.key;
+  auto codec = qs::CidCodec::create(cid_cfg);
+  if (!codec) {
+    std::cerr << "quicstep-gate: the server's CID config is not usable\n";
+    return 1;
+  }
+
+  // Forwarding: one unbound unix datagram socket; each worker's path precomputed.
+  const int fwd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  std::vector<sockaddr_un> worker_addrs(bpf_cfg.worker_count);
+  for (std::uint32_t i = 0; i < bpf_cfg.worker_count; ++i) {
+    const std::string path = qs::gate_worker_socket(opt.name, i);
+    worker_addrs[i].sun_family = AF_UNIX;
+    std::snprintf(worker_addrs[i].sun_path, sizeof(worker_addrs[i].sun_path), "%s", path.c_str());
+  }
+
+  auto sock = qs::UdpSocket::open_reuseport(listen, qs::sockaddr_len(listen), &error);
+  if (!sock.valid()) {
+    std::cerr << "quicstep-gate: " << opt.listen << ": " << error << "\n";
+    return 1;
+  }
+  if (!maps->add_gate_socket(sock.fd(), &error)) {
+    std::cerr << "quicstep-gate: " << error << "\n";
+    return 1;
+  }
+  if (opt.cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(opt.cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+      std::cerr << "quicstep-gate: --cpu " << opt.cpu << ": " << std::strerror(errno) << "\n";
+      return 2;
+    }
+  }
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  qs::TokenCounters token_counters;
+  qs::gate::GateCounters counters;
+  qs::gate::GateCore core(*codec, qs::AddressValidator(std::move(*token_codec), true, token_counters),
+                          counters);
+  const std::uint64_t ttl_ns = static_cast<std::uint64_t>(opt.allowlist_ttl_s * 1e9);
+  auto stats = [&] {
+    nlohmann::json j = counters.to_json(token_counters);
+    j["gate"] = opt.name;
+    j["workers"] = bpf_cfg.worker_count;
+    return j;
+  };
+  std::cerr << "quicstep-gate: " << opt.name << " on " << opt.listen << ", "
+            << bpf_cfg.worker_count << " workers\n";
+
+  std::vector<std::uint8_t> buf(65536);
+  const auto start = std::chrono::steady_clock::now();
+  auto next_stats = start;
+  while (!g_stop.load()) {
+    pollfd pfd{sock.fd(), POLLIN, 0};
+    poll(&pfd, 1, 100);
+    for (int i = 0; i < 256; ++i) {
+      sockaddr_storage from{};
+      socklen_t from_len = 0;
+      std::uint32_t ecn = 0;
+      const long n = sock.recv(buf.data(), buf.size(), &from, &from_len, &ecn);
+      if (n < 0) break;
+      const auto r = core.on_datagram({buf.data(), static_cast<std::size_t>(n)}, from,
+                                      qs::wall_clock_ms());
+      if (r.kind == qs::gate::GateCore::Kind::retry) {
+        sock.send(r.out.data(), r.out.size(), from, qs::sockaddr_len(from));
+      } else if (r.kind == qs::gate::GateCore::Kind::forward) {
+        // Allowlist first: the worker's answer makes the client send more Initials at once.
+        if (ttl_ns > 0 && maps->allow(from, qs::monotonic_now() + ttl_ns)) {
+          qs::gate::GateCounters::add(counters.allowlisted);
+        }
+        const auto& to = worker_addrs[r.worker];
+        if (sendto(fwd, r.out.data(), r.out.size(), MSG_DONTWAIT,
+                   reinterpret_cast<const sockaddr*>(&to), sizeof(to)) >= 0) {
+          qs::gate::GateCounters::add(counters.forwarded);
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+          qs::gate::GateCounters::add(counters.drop_queue_full);
+        } else {
+          qs::gate::GateCounters::add(counters.drop_send_failed);
+        }
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_stats) {
+      write_stats(opt.stats_file, stats());
+      next_stats = now + std::chrono::seconds(1);
+    }
+    if (opt.duration_s > 0 && now - start >= std::chrono::seconds(opt.duration_s)) break;
+  }
+  close(fwd);
+  const auto final_stats = stats();
+  write_stats(opt.stats_file, final_stats);
+  std::cout << final_stats.dump() << std::endl;
+  return 0;
+}
