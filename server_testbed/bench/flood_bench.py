@@ -165,6 +165,7 @@ def quic_point(args, bins, work, cert, key, mode, rate, variant="initial"):
     ok = [c["duration_ms"] for c in per if c.get("success")]
     row = {"mode": mode, "variant": variant, "target_pps": rate,
            "attack_pps": round(flood_result["achieved_pps"], 1),
+           "attack_sent": flood_result["sent"],
            "legit_requests": len(per), "legit_ok": len(ok),
            "success_rate": round(len(ok) / max(1, len(per)), 4),
            "latency_ms_p50": round(percentile(ok, 0.5), 2),
@@ -241,6 +242,7 @@ def tcp_point(args, bins, work, cert, key, mode, rate):
              ("SyncookiesSent", "SyncookiesRecv", "ListenOverflows", "ListenDrops",
               "TCPReqQFullDrop")}
     return {"mode": mode, "target_pps": rate, "attack_pps": round(flood_result["achieved_pps"], 1),
+            "attack_sent": flood_result["sent"],
             "legit_requests": result["requests"], "legit_ok": result["succeeded"],
             "success_rate": round(result["succeeded"] / max(1, result["requests"]), 4),
             "latency_ms_p50": round(result["latency_ms_p50"], 2),
