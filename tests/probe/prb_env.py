@@ -1,0 +1,155 @@
+"""Throwaway namespaces for the quicstep-probe lab test (names and addresses reserved for it).
+
+Topology:
+  qs-prb1-c  qsp1-c  198.18.140.2/.3, 2001:db8:140::2/::3  (two addresses: address migration)
+      |  veth
+  qs-prb1-s  qsp1-s  one address per server under test, see SERVERS
+Everything is removed by name in down(); processes are ended by PID.
+"""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+NS_S, NS_C = "qs-prb1-s", "qs-prb1-c"
+IF_S, IF_C = "qsp1-s", "qsp1-c"
+C4 = ("198.18.140.2", "198.18.140.3")
+C6 = ("2001:db8:140::2", "2001:db8:140::3")
+DNS4 = "198.18.140.53"
+
+# name -> (IPv4, IPv6 or None, what serves it)
+SERVERS = {
+    "full.test": ("198.18.140.10", "2001:db8:140::10", "quicstep-server --migration full"),
+    "portonly.test": ("198.18.140.11", None, "quicstep-server --migration port-only"),
+    "none.test": ("198.18.140.12", None, "quicstep-server --migration none"),
+    "stale.test": ("198.18.140.13", None, "quicstep-server --migration stale-path"),
+    "retry.test": ("198.18.140.14", None, "quicstep-server --migration full --retry"),
+    "gtls.test": ("198.18.140.15", None, "gtlsserver (Debian ngtcp2-server)"),
+    "tcponly.test": ("198.18.140.16", None, "a TCP listener, no UDP"),
+    "silent.test": ("198.18.140.17", None, "UDP dropped (iptables)"),
+}
+
+
+def sh(*cmd, check=True, timeout=30):
+    return subprocess.run(list(cmd), check=check, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def netns(ns, *cmd, **kw):
+    return sh("ip", "netns", "exec", ns, *cmd, **kw)
+
+
+def down():
+    for ns in (NS_S, NS_C):
+        for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def up():
+    down()
+    sh("ip", "netns", "add", NS_S)
+    sh("ip", "netns", "add", NS_C)
+    sh("ip", "link", "add", IF_C, "netns", NS_C, "type", "veth", "peer", "name", IF_S,
+       "netns", NS_S)
+    server4 = [v[0] for v in SERVERS.values()] + [DNS4]
+    server6 = [v[1] for v in SERVERS.values() if v[1]]
+    for ns, ifc, a4s, a6s in ((NS_S, IF_S, server4, server6), (NS_C, IF_C, C4, C6)):
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        netns(ns, "sysctl", "-qw", f"net.ipv6.conf.{ifc}.accept_ra=0")
+        for a in a4s:
+            sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", ifc)
+        for a in a6s:
+            sh("ip", "-n", ns, "-6", "addr", "add", f"{a}/64", "dev", ifc, "nodad")
+        sh("ip", "-n", ns, "link", "set", ifc, "up")
+    # The first path leaves from the first client address; the second is for migration.
+    sh("ip", "-n", NS_C, "route", "replace", "198.18.140.0/24", "dev", IF_C, "src", C4[0])
+    sh("ip", "-n", NS_C, "-6", "route", "replace", "2001:db8:140::/64", "dev", IF_C, "src", C6[0])
+    # ICMP errors unlimited, so every probe of the TCP-only host sees its port unreachable.
+    netns(NS_S, "sysctl", "-qw", "net.ipv4.icmp_ratelimit=0")
+    netns(NS_S, "iptables", "-A", "INPUT", "-p", "udp", "-d", SERVERS["silent.test"][0],
+          "-j", "DROP")
+
+
+def make_cert(workdir):
+    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
+    names = ",".join(f"DNS:{n},DNS:www.{n}" for n in SERVERS)
+    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+       "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=probe.test",
+       "-addext", f"subjectAltName={names}")
+    return cert, key
+
+
+class Processes:
+    """Server-side processes started in NS_S, stopped by PID."""
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.procs = []
+
+    def start(self, name, *cmd):
+        log = open(os.path.join(self.workdir, f"{name}.log"), "w")
+        p = subprocess.Popen(["ip", "netns", "exec", NS_S, *cmd], stdout=log,
+                             stderr=subprocess.STDOUT)
+        self.procs.append((name, p, log))
+        return p
+
+    def check_alive(self):
+        for name, p, _ in self.procs:
+            if p.poll() is not None:
+                raise RuntimeError(f"{name} exited with {p.returncode}")
+
+    def stop(self):
+        for _, p, log in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for _, p, log in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            log.close()
+
+
+def start_servers(procs, server_bin, cert, key):
+    common = ["--cert", cert, "--key", key, "--idle-timeout-ms", "5000", "--duration", "200",
+              "--workers", "1"]
+    v4, v6, _ = SERVERS["full.test"]
+    procs.start("full", server_bin, "--listen", f"{v4}:443", "--migration", "full", *common)
+    procs.start("full6", server_bin, "--listen", f"[{v6}]:443", "--migration", "full", *common)
+    for name, mode in (("portonly.test", "port-only"), ("none.test", "none"),
+                       ("stale.test", "stale-path")):
+        procs.start(name, server_bin, "--listen", f"{SERVERS[name][0]}:443",
+                    "--migration", mode, *common)
+    procs.start("retry", server_bin, "--listen", f"{SERVERS['retry.test'][0]}:443",
+                "--migration", "full", "--retry", *common)
+    procs.start("gtls", "gtlsserver", "-q", SERVERS["gtls.test"][0], "443", key, cert)
+    procs.start("tcponly", "python3", "-c",
+                "import socket,time\n"
+                "s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"
+                f"s.bind(('{SERVERS['tcponly.test'][0]}',443));s.listen()\n"
+                "time.sleep(200)")
+    procs.start("dns", "dnsmasq", "-k", "--no-resolv", "--no-hosts", "--bind-interfaces",
+                f"--listen-address={DNS4}", "--port=53", "--log-facility=-",
+                "--pid-file=", "--user=root",
+                *(f"--address=/{n}/{v[0]}" for n, v in SERVERS.items()),
+                f"--address=/full.test/{SERVERS['full.test'][1]}")
+    time.sleep(0.5)
+    procs.check_alive()
+
+
+def static_hosts(workdir):
+    path = os.path.join(workdir, "hosts.txt")
+    with open(path, "w") as f:
+        for name, (v4, v6, _) in SERVERS.items():
+            f.write(f"{name} {v4}{' ' + v6 if v6 else ''}\n")
+    return path
+
+
+def tempdir():
+    return tempfile.mkdtemp(prefix="qs-prb1-")

@@ -1,0 +1,135 @@
+"""quicstep-probe against servers whose migration behaviour is known (root; own namespaces).
+
+usage: test_lab_probe.py QUICSTEP_PROBE QUICSTEP_SERVER
+Each server in prb_env.SERVERS stands for one behaviour; the labels the prober gives must be
+the documented ones, by majority over three tries, and the same through DNS.
+"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import prb_env as env  # noqa: E402
+
+PROBE, SERVER = sys.argv[1], sys.argv[2]
+
+# name -> expected (quic, error, nat_rebinding, port_migration, address_migration)
+EXPECTED = {
+    "full.test": (True, None, "pass", "pass", "pass"),
+    "portonly.test": (True, None, "pass", "pass", "path_validation_failed"),
+    "none.test": (True, None, "timeout_after_switch", "refused", "refused"),
+    "stale.test": (True, None, "response_on_old_path", "response_on_old_path",
+                   "response_on_old_path"),
+    "retry.test": (True, None, "pass", "pass", "pass"),
+    "gtls.test": (True, None, "pass", "pass", "pass"),
+    "tcponly.test": (False, "icmp_unreachable", "not_run", "not_run", "not_run"),
+    "silent.test": (False, "timeout", "not_run", "not_run", "not_run"),
+}
+
+
+def run_probe(args, targets):
+    cmd = ["ip", "netns", "exec", env.NS_C, PROBE, "--timeout-ms", "2000",
+           "--second-local-address", env.C4[1], "--second-local-address6", env.C6[1], *args]
+    p = subprocess.run(cmd, input=targets, capture_output=True, text=True, timeout=120)
+    records = [json.loads(line) for line in p.stdout.splitlines()]
+    return p, records
+
+
+class ProbeLabels(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = env.tempdir()
+        env.up()
+        cert, key = env.make_cert(cls.workdir)
+        cls.procs = env.Processes(cls.workdir)
+        env.start_servers(cls.procs, SERVER, cert, key)
+        cls.hosts = env.static_hosts(cls.workdir)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.procs.stop()
+        env.down()
+
+    def check_address(self, name, a, tries):
+        quic, error, nat, port, addr = EXPECTED[name]
+        where = f"{name} {a['ip']}: {json.dumps(a)}"
+        self.assertEqual(a["quic"], quic, where)
+        self.assertEqual(a["error"], error, where)
+        self.assertEqual(a["tests"]["nat_rebinding"]["label"], nat, where)
+        self.assertEqual(a["tests"]["port_migration"]["label"], port, where)
+        self.assertEqual(a["tests"]["address_migration"]["label"], addr, where)
+        if not quic:
+            return
+        self.assertEqual(a["version"], "0x00000001", where)
+        self.assertEqual(a["alpn"], "h3", where)
+        self.assertEqual(a["retry"], name == "retry.test", where)
+        tp = a["transport_parameters"]
+        self.assertEqual(tp["disable_active_migration"], name == "none.test", where)
+        self.assertGreater(a["spare_cids"], 0, where)
+        self.assertGreater(tp["active_connection_id_limit"], 1, where)
+        self.assertIsNotNone(a["status"], where)
+        self.assertGreater(a["timings_ms"]["handshake"], 0, where)
+        self.assertGreaterEqual(a["timings_ms"]["first_response"], a["timings_ms"]["handshake"])
+        if name != "gtls.test":
+            self.assertEqual(a["server"], "quicstep-server", where)
+            self.assertEqual(tp["max_idle_timeout_ms"], 5000, where)
+        # A majority of the tries, and no more tries than needed (stops once certain).
+        for test in ("nat_rebinding", "port_migration", "address_migration"):
+            t = a["tests"][test]
+            if t["tries"]:
+                self.assertLessEqual(len(t["tries"]), tries, where)
+                self.assertGreater(2 * t["tries"].count(t["label"]), tries, where)
+                if len(set(t["tries"])) == 1:
+                    self.assertEqual(len(t["tries"]), tries // 2 + 1, where)
+
+    def test_static_hosts_three_tries(self):
+        targets = "".join(f"{i},{n}\n" for i, n in enumerate(EXPECTED, 1))
+        targets += "# a comment\n\n0,zero-rank.test\nbad..name\nmissing.test\n"
+        p, records = run_probe(["--static-hosts", self.hosts, "--no-www", "--tries", "3",
+                                "--threads", "2"], targets)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        bad = {r["input_line"]: r for r in records if r.get("error") == "bad_input"}
+        self.assertEqual(sorted(bad), [11, 12], records)
+        self.assertIn("input line 11: rank is not a positive integer", p.stderr)
+        self.assertIn("input line 12: empty label", p.stderr)
+        by_domain = {r["domain"]: r for r in records if "domain" in r}
+        self.assertEqual(set(by_domain), set(EXPECTED) | {"missing.test"})
+        self.assertEqual(by_domain["missing.test"]["names"][0]["dns"]["status"], "nxdomain")
+        self.assertIsNone(by_domain["missing.test"]["rank"])
+        for i, name in enumerate(EXPECTED, 1):
+            r = by_domain[name]
+            self.assertEqual((r["rank"], r["input_line"]), (i, i))
+            (n,) = r["names"]
+            self.assertEqual(n["dns"]["status"], "ok")
+            want = 2 if name == "full.test" else 1  # full.test has an IPv6 address too
+            self.assertEqual(len(n["addresses"]), want, r)
+            for a in n["addresses"]:
+                self.check_address(name, a, 3)
+        v6 = [a for a in by_domain["full.test"]["names"][0]["addresses"] if a["family"] == 6]
+        self.assertEqual(v6[0]["ip"], "2001:db8:140::10")
+
+    def test_dns_and_www(self):
+        names = ["full.test", "none.test", "tcponly.test", "missing.test"]
+        p, records = run_probe(["--dns", env.DNS4, "--tries", "1", "--family", "4"],
+                               "".join(f"{n}\n" for n in names))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        by_domain = {r["domain"]: r for r in records}
+        self.assertEqual(set(by_domain), set(names))
+        for name in names[:3]:
+            apex, www = by_domain[name]["names"]
+            self.assertEqual((apex["name"], www["name"]), (name, "www." + name))
+            for n in (apex, www):
+                self.assertEqual(n["dns"]["status"], "ok", n)
+                self.assertEqual(n["dns"]["a"], [env.SERVERS[name][0]], n)
+                self.assertEqual(len(n["addresses"]), 1, n)
+                self.check_address(name, n["addresses"][0], 1)
+        # dnsmasq without upstream refuses names it does not know: servfail, no address.
+        for n in by_domain["missing.test"]["names"]:
+            self.assertIn(n["dns"]["status"], ("servfail", "nxdomain"), n)
+            self.assertEqual(n["addresses"], [])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
