@@ -3,6 +3,7 @@
 // an active port migration and (with a second local address) an address migration.
 // One JSON line per domain on the output; usage in measurement/README.md.
 #include <gnutls/gnutls.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -29,6 +30,21 @@ bool set_local(const std::string& text, int family, const char* option, sockaddr
   }
   *out = *ip;
   return true;
+}
+
+// Every connection in flight holds up to two sockets (old and new path): raise the soft
+// descriptor limit to the hard one, and warn when --concurrency cannot fit.
+void raise_fd_limit(std::size_t concurrency) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);
+  getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_cur != RLIM_INFINITY && 2 * concurrency + 64 > lim.rlim_cur) {
+    std::cerr << "quicstep-probe: warning: --concurrency " << concurrency
+              << " needs about " << 2 * concurrency + 64 << " descriptors; the limit is "
+              << lim.rlim_cur << " (connections that get no socket are recorded as failed)\n";
+  }
 }
 
 }  // namespace
@@ -134,6 +150,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  raise_fd_limit(config.concurrency);
   gnutls_global_init();
   gnutls_certificate_credentials_t cred = nullptr;
   gnutls_certificate_allocate_credentials(&cred);  // no verification: a measurement client
