@@ -10,4 +10,6 @@ in network namespaces on one machine. One concept per module:
   profiles.py   named link profiles (lab/profiles.toml)
   state.py      the state dir (/run/qslab): pid files, lab.json
   lab.py        up / down / status: the steps in order, with cleanup on failure
+  peers.py      real peers: certificates for the lab names, chromium command lines
+  path_modes.py native / full VPN / QUICstep: switching the client between them
 """

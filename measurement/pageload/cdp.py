@@ -111,7 +111,9 @@ class Browser:
 
 # Navigation Timing level 2 (high resolution, relative to the navigation's start, i.e. the
 # paper's navigationStart = 0) plus the protocol of the document (nextHopProtocol: "h3").
-TIMING_JS = "JSON.stringify(performance.getEntriesByType('navigation')[0].toJSON())"
+# timeOrigin (Unix ms) places it on the clock of the packet captures.
+TIMING_JS = ("JSON.stringify(Object.assign(performance.getEntriesByType('navigation')[0].toJSON(),"
+             " {timeOrigin: performance.timeOrigin}))")
 
 
 def load_page(browser, url, timeout):

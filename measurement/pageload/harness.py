@@ -1,10 +1,11 @@
 """One batch of page loads on the shared lab: bring it up with a link profile (and channel
 rate), serve the pages over HTTP/3 with gtlsserver from the server namespaces, then for each
-round and each mode (native, full VPN, QUICstep; the order rotates every round) load every
-page with a fresh chromium-headless-shell driven over the DevTools protocol, and record
-Navigation Timing, the protocol Chromium used, the bytes through the provider (one capture
-of the WireGuard endpoint at the provider, split by each load's time window) and, in the
-QUICstep mode, quicstepd's migration counters. The caller holds the lab lock."""
+round and each mode (native, full VPN, QUICstep, switched by lab/qslab_lib/path_modes.py;
+the order rotates every round) load every page with a fresh chromium-headless-shell driven
+over the DevTools protocol, and record Navigation Timing, the protocol Chromium used, the
+bytes through the provider (one capture of the WireGuard endpoint at the provider, split by
+each load's time window) and, in the QUICstep mode, quicstepd's migration counters. The
+caller holds the lab lock."""
 import csv
 import json
 import os
@@ -21,11 +22,11 @@ sys.path.insert(0, os.path.join(REPO, "tests", "quicstepd"))
 sys.path.insert(0, HERE)
 import qsd_helpers as h  # noqa: E402  (quicstepd, Procs, captures)
 from qsd_helpers import lab_helpers  # noqa: E402
-from qslab_lib import peers  # noqa: E402
+from qslab_lib import path_modes, peers  # noqa: E402
 import cdp  # noqa: E402
 import pages  # noqa: E402
 
-MODES = ("native", "full VPN", "QUICstep")
+MODES = path_modes.MODES
 FIELDS = ["experiment", "profile", "channel_rate_mbit", "round", "mode", "page", "page_bytes",
           "ok", "error", "ttfb_ms", "plt_ms", "protocol", "responses", "non_h3_responses",
           "received_bytes", "channel_bytes", "channel_packets", "wall_s", "qs_moved_native",
@@ -80,7 +81,6 @@ class Batch:
         os.chmod(self.work, 0o755)
         self.procs = h.Procs()
         self.rows = []
-        self.daemon = None
 
     # --- lab --------------------------------------------------------------------------
     def up(self):
@@ -102,43 +102,22 @@ class Batch:
                 raise RuntimeError(f"gtlsserver did not start in {srv}")
         self.pcap = os.path.join(self.work, "provider.pcap")
         self.capture = start_provider_capture(self.procs, self.lab, self.pcap)
+        self.modes = path_modes.PathModes(self.lab, h, self.procs, self.work)
 
     def down(self):
-        if self.daemon:
-            self.procs.stop(self.daemon, timeout=20)
-            self.daemon = None
         self.procs.stop_all()
         subprocess.run(["ip", "netns", "exec", "qs-client", h.QSD, "--cleanup"],
                        capture_output=True, timeout=30)
         lab_helpers.qslab("down", check=False, timeout=120)
         shutil.rmtree(self.work, ignore_errors=True)
 
-    # --- modes (as lab/demo.py switches them) -----------------------------------------
-    def enter(self, mode):
-        if mode == "full VPN":
-            lab_helpers.qslab("vpn", "on")
-        elif mode == "QUICstep":
-            config = h.write_config(os.path.join(self.work, "quicstepd.toml"),
-                                    self.lab["client"]["channel"]["interface"])
-            self.sock = os.path.join(self.work, "control.sock")
-            self.daemon = self.procs.start(self.ns, [h.QSD, "--config", config, "--control",
-                                                     self.sock],
-                                           os.path.join(self.work, "quicstepd.log"))
-            h.wait_daemon(self.ns, self.sock, self.daemon)
-
-    def leave(self, mode):
-        if mode == "full VPN":
-            lab_helpers.qslab("vpn", "off")
-        elif mode == "QUICstep" and self.daemon:
-            self.procs.stop(self.daemon, timeout=20)
-            self.daemon = None
-
     def qsd_status(self):
-        return json.loads(h.ctl(self.ns, self.sock, "status", "--json").stdout)
+        return self.modes.quicstepd_status()
 
     # --- one page load ----------------------------------------------------------------
     def load(self, round_no, mode, page):
         path, size = self.catalogue[page]
+        self.last_timing = None
         row = {"experiment": self.experiment, "profile": self.profile,
                "channel_rate_mbit": "" if self.rate is None else self.rate, "round": round_no,
                "mode": mode, "page": page, "page_bytes": size, "ok": 0, "error": ""}
@@ -153,6 +132,7 @@ class Batch:
         try:
             timing, responses = cdp.load_page(browser, f"https://{pages.HOSTS[0]}/{path}",
                                                self.timeout)
+            self.last_timing = timing
             row["ttfb_ms"] = round(timing["responseStart"] - timing["startTime"], 2)
             row["plt_ms"] = round(timing["domComplete"] - timing["responseStart"], 2)
             row["protocol"] = timing.get("nextHopProtocol", "")
@@ -194,14 +174,11 @@ class Batch:
         for r in range(self.rounds):
             order = MODES[r % 3:] + MODES[:r % 3]
             for mode in order:
-                self.enter(mode)
-                try:
+                with self.modes.using(mode):
                     for page in self.page_names:
                         self.rows.append(self.load(r, mode, page))
                         windows.append(self._window)
                         time.sleep(0.3)  # let the connection's close leave the window
-                finally:
-                    self.leave(mode)
         time.sleep(1.0)
         self.procs.stop(self.capture)
         packets = pcap_packets(self.pcap)

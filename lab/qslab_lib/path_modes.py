@@ -1,0 +1,53 @@
+"""The three ways the client reaches the servers, switched the same way by the demo and by
+the page-load measurements: native (nothing to do), full VPN (`qslab vpn on`: everything
+through the channel) and QUICstep (quicstepd started on the client for the mode, stopped
+after it).
+
+The quicstepd helpers (binary, config file, control socket) live with its tests
+(tests/quicstepd/qsd_helpers.py); the caller passes that module in, with its process list
+(processes are ended by PID) and a work directory."""
+import json
+import os
+from contextlib import contextmanager
+
+MODES = ("native", "full VPN", "QUICstep")
+
+
+class PathModes:
+    def __init__(self, lab, qsd, procs, work):
+        self.lab, self.qsd, self.procs, self.work = lab, qsd, procs, work
+        self.ns = lab["client"]["netns"]
+        self.sock = os.path.join(work, "control.sock")
+        self.daemon = None
+
+    def enter(self, mode):
+        if mode not in MODES:
+            raise ValueError(f"unknown path mode {mode!r} (one of {', '.join(MODES)})")
+        if mode == "full VPN":
+            self.qsd.lab_helpers.qslab("vpn", "on")
+        elif mode == "QUICstep":
+            config = self.qsd.write_config(os.path.join(self.work, "quicstepd.toml"),
+                                           self.lab["client"]["channel"]["interface"])
+            self.daemon = self.procs.start(self.ns, [self.qsd.QSD, "--config", config,
+                                                     "--control", self.sock],
+                                           os.path.join(self.work, "quicstepd.log"))
+            self.qsd.wait_daemon(self.ns, self.sock, self.daemon)
+
+    def leave(self, mode):
+        if mode == "full VPN":
+            self.qsd.lab_helpers.qslab("vpn", "off")
+        elif mode == "QUICstep" and self.daemon:
+            self.procs.stop(self.daemon, timeout=20)
+            self.daemon = None
+
+    @contextmanager
+    def using(self, mode):
+        self.enter(mode)
+        try:
+            yield self
+        finally:
+            self.leave(mode)
+
+    def quicstepd_status(self):
+        """`quicstepctl status --json` of the running daemon (QUICstep mode only)."""
+        return json.loads(self.qsd.ctl(self.ns, self.sock, "status", "--json").stdout)
