@@ -79,8 +79,8 @@ bool valid_gate_name(const std::string& name) {
   return true;
 }
 
-std::string gate_pin_dir(const std::string& name) { return "/sys/fs/bpf/quicstep-gate-" + name; }
 std::string gate_run_dir(const std::string& name) { return "/run/quicstep-gate-" + name; }
+std::string gate_maps_socket(const std::string& name) { return gate_run_dir(name) + "/maps.sock"; }
 std::string gate_worker_socket(const std::string& name, std::uint32_t worker) {
   return gate_run_dir(name) + "/worker-" + std::to_string(worker) + ".sock";
 }

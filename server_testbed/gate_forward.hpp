@@ -41,8 +41,8 @@ common::Result<ForwardedInitial> decode_forward(std::span<const std::uint8_t> me
 
 // NAME: 1-32 letters, digits, '-' or '_'.
 bool valid_gate_name(const std::string& name);
-std::string gate_pin_dir(const std::string& name);  // /sys/fs/bpf/quicstep-gate-NAME
 std::string gate_run_dir(const std::string& name);  // /run/quicstep-gate-NAME
+std::string gate_maps_socket(const std::string& name);  // .../maps.sock (gate_map_share)
 std::string gate_worker_socket(const std::string& name, std::uint32_t worker);  // .../worker-I.sock
 
 }  // namespace quicstep::server_testbed

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "server_testbed/gate_forward.hpp"
+#include "server_testbed/gate_map_share.hpp"
 #include "server_testbed/steering_loader.hpp"
 #include "server_testbed/token/master_key.hpp"
 #include "server_testbed/worker.hpp"
@@ -231,15 +232,14 @@ std::unique_ptr<qs::Steering> start_steering(const qs::ServerConfig& cfg,
   return steering;
 }
 
-// Gate mode: pins the maps for quicstep-gate and gives each worker its unix datagram socket
-// for forwarded Initials. false with *error.
-bool start_gate_side(const qs::ServerConfig& cfg, qs::Steering& steering,
+// Gate mode: serves the maps to quicstep-gate and gives each worker its unix datagram
+// socket for forwarded Initials. nullptr with *error.
+std::unique_ptr<qs::MapShare> start_gate_side(const qs::ServerConfig& cfg, qs::Steering& steering,
                      const std::vector<std::unique_ptr<qs::Worker>>& workers, std::string* error) {
-  if (!steering.pin(qs::gate_pin_dir(cfg.gate_name), error)) return false;
   const std::string dir = qs::gate_run_dir(cfg.gate_name);
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     *error = dir + ": " + std::strerror(errno);
-    return false;
+    return nullptr;
   }
   for (std::uint32_t i = 0; i < workers.size(); ++i) {
     const std::string path = qs::gate_worker_socket(cfg.gate_name, i);
@@ -247,7 +247,7 @@ bool start_gate_side(const qs::ServerConfig& cfg, qs::Steering& steering,
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof(addr.sun_path)) {
       *error = path + ": path too long";
-      return false;
+      return nullptr;
     }
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -255,13 +255,16 @@ bool start_gate_side(const qs::ServerConfig& cfg, qs::Steering& steering,
     if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
       *error = path + ": " + std::strerror(errno);
       if (fd >= 0) close(fd);
-      return false;
+      return nullptr;
     }
     const int rcvbuf = 4 << 20;  // the bounded queue: beyond it the gate counts queue_full
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     workers[i]->attach_gate_socket(fd);
   }
-  return true;
+  return qs::MapShare::start(qs::gate_maps_socket(cfg.gate_name),
+                             {steering.sockets_map_fd(), steering.config_map_fd(),
+                              steering.allow_map_fd()},
+                             error);
 }
 
 void stop_gate_side(const qs::ServerConfig& cfg, std::uint32_t workers) {
@@ -337,7 +340,9 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (!cfg.gate_name.empty() && !start_gate_side(cfg, *steering, workers, &error)) {
+  std::unique_ptr<qs::MapShare> map_share;
+  if (!cfg.gate_name.empty() &&
+      !(map_share = start_gate_side(cfg, *steering, workers, &error))) {
     std::cerr << "quicstep-server: --gate " << cfg.gate_name << ": " << error << "\n";
     stop_gate_side(cfg, cfg.workers);
     return 1;
@@ -362,6 +367,7 @@ int main(int argc, char** argv) {
   wait_for_stop(cfg, stop_signals, workers, steering.get());
   stop = true;
   for (auto& t : threads) t.join();
+  map_share.reset();
   if (!cfg.gate_name.empty()) stop_gate_side(cfg, cfg.workers);
   const auto final_stats = stats_json(cfg, workers, steering.get());
   write_stats(cfg.stats_file, final_stats);

@@ -3,7 +3,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,39 +25,11 @@ Result<std::unique_ptr<Steering>> Steering::open(std::string* errno_text) {
   return std::unique_ptr<Steering>(new Steering(skel));
 }
 
-Steering::~Steering() {
-  unpin();
-  steering__destroy(skel_);
-}
+Steering::~Steering() { steering__destroy(skel_); }
 
-Result<void> Steering::pin(const std::string& dir, std::string* errno_text) {
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    if (errno_text) *errno_text = dir + ": " + std::strerror(errno);
-    return Error::bad_value;
-  }
-  pin_dir_ = dir;
-  const std::pair<bpf_map*, const char*> maps[] = {{skel_->maps.qs_sockets, "sockets"},
-                                                   {skel_->maps.qs_config, "config"},
-                                                   {skel_->maps.qs_allow, "allow"}};
-  for (const auto& [map, name] : maps) {
-    const std::string path = dir + "/" + name;
-    unlink(path.c_str());  // a stale pin of a crashed server
-    if (bpf_map__pin(map, path.c_str()) != 0) {
-      if (errno_text) *errno_text = path + ": " + std::strerror(errno);
-      return Error::bad_value;
-    }
-  }
-  return {};
-}
-
-void Steering::unpin() {
-  if (pin_dir_.empty()) return;
-  for (const char* name : {"sockets", "config", "allow"}) {
-    unlink((pin_dir_ + "/" + name).c_str());
-  }
-  rmdir(pin_dir_.c_str());
-  pin_dir_.clear();
-}
+int Steering::sockets_map_fd() const { return bpf_map__fd(skel_->maps.qs_sockets); }
+int Steering::config_map_fd() const { return bpf_map__fd(skel_->maps.qs_config); }
+int Steering::allow_map_fd() const { return bpf_map__fd(skel_->maps.qs_allow); }
 
 Result<void> Steering::set_config(const qs_steer_config& config) {
   const std::uint32_t key = 0;

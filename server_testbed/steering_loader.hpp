@@ -33,11 +33,10 @@ class Steering {
   common::Result<void> add_socket(std::uint32_t worker, int fd);
   // SO_ATTACH_REUSEPORT_EBPF on fd (any socket of the group). Errors: bad_value.
   common::Result<void> attach(int fd);
-  // Gate mode: pins the sockarray, config and allowlist maps as dir/{sockets,config,allow}
-  // (dir on a bpffs, created) for quicstep-gate; unpin() removes them (also at destruction).
-  // Errors: bad_value (errno_text says why).
-  common::Result<void> pin(const std::string& dir, std::string* errno_text);
-  void unpin();
+  // Gate mode: the maps quicstep-gate needs (sockarray, config, allowlist), owned here.
+  int sockets_map_fd() const;
+  int config_map_fd() const;
+  int allow_map_fd() const;
   // Sum over CPUs; zeros if the map cannot be read.
   qs_steer_counters counters() const;
 
@@ -47,7 +46,6 @@ class Steering {
  private:
   explicit Steering(::steering* skel) : skel_(skel) {}
   ::steering* skel_;
-  std::string pin_dir_;
 };
 
 }  // namespace quicstep::server_testbed

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "server_testbed/gate_forward.hpp"
+#include "server_testbed/gate_map_share.hpp"
 
 namespace quicstep::server_testbed::gate {
 
@@ -30,19 +31,15 @@ qs_allow_key allow_key(const sockaddr_storage& client) {
 }
 
 std::unique_ptr<GateMaps> GateMaps::open(const std::string& name, std::string* error) {
-  std::unique_ptr<GateMaps> maps(new GateMaps());
-  const std::string dir = gate_pin_dir(name);
-  const std::pair<int*, const char*> files[] = {
-      {&maps->sockets_, "sockets"}, {&maps->config_, "config"}, {&maps->allow_, "allow"}};
-  for (const auto& [fd, file] : files) {
-    const std::string path = dir + "/" + file;
-    *fd = bpf_obj_get(path.c_str());
-    if (*fd < 0) {
-      *error = path + ": " + std::strerror(errno) +
-               " (is quicstep-server running with --gate " + name + "?)";
-      return nullptr;
-    }
+  GateMapFds fds;
+  if (!receive_gate_maps(gate_maps_socket(name), &fds, error)) {
+    *error += " (is quicstep-server running with --gate " + name + " in this namespace?)";
+    return nullptr;
   }
+  std::unique_ptr<GateMaps> maps(new GateMaps());
+  maps->sockets_ = fds.sockets;
+  maps->config_ = fds.config;
+  maps->allow_ = fds.allow;
   return maps;
 }
 

@@ -1,5 +1,5 @@
 // GateMaps: quicstep-gate's handle on the steering maps that quicstep-server --gate NAME
-// pinned under /sys/fs/bpf/quicstep-gate-NAME/ (sockets, config, allow). The gate puts its
+// hands out on /run/quicstep-gate-NAME/maps.sock (sockets, config, allow). The gate puts its
 // own socket at QS_GATE_SLOT (the kernel removes it when the socket closes: that is the
 // fail-open) and writes verified flows into the allowlist. RAII: closes the map fds.
 #pragma once
