@@ -278,28 +278,26 @@ void Worker::send_version_negotiation(const ngtcp2_version_cid& vc, const sockad
 }
 
 void Worker::handle(Connection* conn, Connection::Status status) {
-  if (status == Connection::Status::remove) remove(conn);
+  if (status == Connection::Status::remove) {
+    remove(conn);
+    return;
+  }
+  // Every event of a connection passes here: its deadline may have moved.
+  timers_.set(conn, conn->next_deadline());
 }
 
 void Worker::remove(Connection* conn) {
   for (const auto& key : conn->cid_keys()) by_cid_.erase(key);
+  timers_.erase(conn);
   conns_.erase(conn);
   WorkerCounters::add(counters_.closed);
   counters_.active.fetch_sub(1, std::memory_order_relaxed);
 }
 
-ngtcp2_tstamp Worker::next_deadline() const {
-  ngtcp2_tstamp next = UINT64_MAX;
-  for (const auto& [raw, conn] : conns_) next = std::min(next, conn->next_deadline());
-  return next;
-}
+ngtcp2_tstamp Worker::next_deadline() const { return timers_.next(); }
 
 void Worker::run_timers(ngtcp2_tstamp now) {
-  std::vector<Connection*> due;
-  for (const auto& [raw, conn] : conns_) {
-    if (conn->next_deadline() <= now) due.push_back(raw);
-  }
-  for (Connection* c : due) handle(c, c->on_expiry(now));
+  for (Connection* c : timers_.take_due(now)) handle(c, c->on_expiry(now));
 }
 
 void Worker::run(const std::atomic<bool>& stop) {

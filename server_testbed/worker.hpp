@@ -16,6 +16,7 @@
 #include "server_testbed/cid_codec.hpp"
 #include "server_testbed/connection.hpp"
 #include "server_testbed/server_config.hpp"
+#include "server_testbed/timer_queue.hpp"
 #include "server_testbed/tls_context.hpp"
 #include "server_testbed/udp_socket.hpp"
 #include "server_testbed/worker_counters.hpp"
@@ -91,6 +92,7 @@ class Worker {
   std::atomic<std::uint64_t> forwarded_seen_{0};
   std::unordered_map<std::string, Connection*> by_cid_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
+  TimerQueue<Connection*> timers_;  // every connection's next deadline (set in handle())
 };
 
 // CLOCK_MONOTONIC in nanoseconds.

@@ -46,19 +46,18 @@ int cb_stream_close(ngtcp2_conn*, uint32_t flags, int64_t id, uint64_t code, voi
 int cb_extend(ngtcp2_conn*, int64_t id, uint64_t, void* ud, void*) {
   return self(ud)->on_extend_stream_data(id) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
 }
+void cb_qlog(void* ud, uint32_t, const void* data, size_t len) { self(ud)->on_qlog(data, len); }
 ngtcp2_conn* get_conn(ngtcp2_crypto_conn_ref* ref) {
   return static_cast<LoadConnection*>(ref->user_data)->conn();
 }
 
 int h3_recv_data(nghttp3_conn*, int64_t id, const uint8_t*, size_t len, void* ud, void*) {
   self(ud)->on_body(len);
-  ngtcp2_conn_extend_max_stream_offset(self(ud)->conn(), id, len);
-  ngtcp2_conn_extend_max_offset(self(ud)->conn(), len);
+  self(ud)->consumed(id, len);
   return 0;
 }
 int h3_deferred(nghttp3_conn*, int64_t id, size_t n, void* ud, void*) {
-  ngtcp2_conn_extend_max_stream_offset(self(ud)->conn(), id, n);
-  ngtcp2_conn_extend_max_offset(self(ud)->conn(), n);
+  self(ud)->consumed(id, n);
   return 0;
 }
 int h3_end_stream(nghttp3_conn*, int64_t, void* ud, void*) {
@@ -127,9 +126,15 @@ int LoadConnection::init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp no
   settings.initial_ts = now;
   settings.max_window = 24 << 20;
   settings.max_stream_window = 16 << 20;
+  if (options_.count_losses) settings.qlog.write = cb_qlog;
   ngtcp2_transport_params params;
   ngtcp2_transport_params_default(&params);
   params.initial_max_stream_data_bidi_local = 6 << 20;
+  if (options_.hold) {
+    // The response stalls after migrate_after stream bytes until migrate_now().
+    hold_window_ = options_.migrate_after;
+    params.initial_max_stream_data_bidi_local = hold_window_;
+  }
   params.initial_max_stream_data_uni = 1 << 20;
   params.initial_max_data = 15 << 20;
   params.initial_max_streams_uni = 100;
@@ -156,6 +161,8 @@ int LoadConnection::init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp no
   }
   gnutls_session_set_ptr(tls_, &conn_ref_);
   ngtcp2_conn_set_tls_native_handle(conn_, tls_);
+  // Held connections send nothing for seconds while the others open: keep them alive.
+  if (options_.hold) ngtcp2_conn_set_keep_alive_timeout(conn_, 5 * NGTCP2_SECONDS);
   return 0;
 }
 
@@ -182,6 +189,7 @@ int LoadConnection::on_rx_key() {
       ngtcp2_conn_open_bidi_stream(conn_, &req, nullptr) != 0) {
     return -1;
   }
+  request_id_ = req;
   const std::string path = "/bytes/" + std::to_string(options_.size);
   auto nv = [](std::string_view n, std::string_view v) {
     return nghttp3_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
@@ -199,9 +207,29 @@ int LoadConnection::on_stream_data(std::uint32_t flags, std::int64_t id,
   if (!h3_) return 0;
   const auto n = nghttp3_conn_read_stream(h3_, id, data, len, flags & NGTCP2_STREAM_DATA_FLAG_FIN);
   if (n < 0) return -1;
-  ngtcp2_conn_extend_max_stream_offset(conn_, id, static_cast<std::uint64_t>(n));
-  ngtcp2_conn_extend_max_offset(conn_, static_cast<std::uint64_t>(n));
+  if (id == request_id_) response_rx_ += len;
+  consumed(id, static_cast<std::uint64_t>(n));
   return 0;
+}
+
+void LoadConnection::consumed(std::int64_t id, std::uint64_t n) {
+  ngtcp2_conn_extend_max_offset(conn_, n);
+  if (options_.hold && id == request_id_ && !result_.migrated) {
+    withheld_ += n;  // credited back on the new path (migrate_now)
+    return;
+  }
+  ngtcp2_conn_extend_max_stream_offset(conn_, id, n);
+}
+
+void LoadConnection::on_qlog(const void* data, std::size_t len) {
+  loss_.feed(std::string_view(static_cast<const char*>(data), len));
+  result_.losses = loss_.counts();
+  if (migrated_at_ != 0) {
+    const LossCounts& a = loss_at_migration_;
+    result_.losses_after_migration = {result_.losses.declared_lost - a.declared_lost,
+                                      result_.losses.missing - std::min(result_.losses.missing, a.missing),
+                                      result_.losses.received - a.received};
+  }
 }
 
 void LoadConnection::on_body(std::size_t len) {
@@ -209,7 +237,7 @@ void LoadConnection::on_body(std::size_t len) {
   if (result_.migrated && reading_new_path_ && result_.handover_ms < 0 && migrated_at_ != 0) {
     result_.handover_ms = -2;  // marked; the timestamp is taken in on_readable
   }
-  if (options_.migration != LoadMigration::none && !result_.migrated &&
+  if (options_.migration != LoadMigration::none && !options_.hold && !result_.migrated &&
       result_.bytes >= options_.migrate_after) {
     migrate_pending_ = true;
   }
@@ -257,6 +285,16 @@ void LoadConnection::migrate(ngtcp2_tstamp now) {
   }
 }
 
+void LoadConnection::migrate_now(ngtcp2_tstamp now) {
+  if (finished_ || result_.migrated) return;
+  if (options_.migration != LoadMigration::none) migrate(now);
+  if (finished_) return;
+  result_.migrated = true;  // also for --migration none: the credit is released all the same
+  ngtcp2_conn_extend_max_stream_offset(conn_, request_id_, std::exchange(withheld_, 0) +
+                                                               options_.size);
+  write(now);
+}
+
 void LoadConnection::on_readable(int fd, ngtcp2_tstamp now) {
   const UdpSocket& s = fd == sock_.fd() ? sock_ : old_sock_;
   std::array<std::uint8_t, 65536> buf;
@@ -266,6 +304,8 @@ void LoadConnection::on_readable(int fd, ngtcp2_tstamp now) {
     std::uint32_t ecn = 0;
     const long n = s.recv(buf.data(), buf.size(), &from, &from_len, &ecn);
     if (n < 0) break;
+    ++result_.rx_datagrams;
+    if (result_.migrated && fd != sock_.fd()) ++result_.rx_old_path_after_migration;
     sockaddr_storage local{};
     socklen_t len = sizeof(local);
     getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
@@ -277,9 +317,8 @@ void LoadConnection::on_readable(int fd, ngtcp2_tstamp now) {
                                         static_cast<std::size_t>(n), now);
     if (result_.handover_ms == -2) {
       result_.handover_ms = ms(now - migrated_at_);
-      // The new path carries data: the old socket is done (keeps 10,000 connections
-      // within the descriptor limit). Closing it also removes it from the caller's epoll.
-      if (fd != old_sock_.fd()) old_sock_ = UdpSocket();
+      // The old socket stays open until the connection ends: what the server still sends
+      // to the old path (probes, packets in flight) is received, not counted as lost.
     }
     if (rv != 0) return finish(false, std::string("read: ") + ngtcp2_strerror(rv), now);
     if (result_.success) return finish(true, "", now);
@@ -291,6 +330,10 @@ void LoadConnection::on_readable(int fd, ngtcp2_tstamp now) {
 void LoadConnection::on_expiry(ngtcp2_tstamp now) {
   if (finished_) return;
   const int rv = ngtcp2_conn_handle_expiry(conn_, now);
+  ngtcp2_conn_stat stat{};
+  ngtcp2_conn_get_conn_stat(conn_, &stat);
+  result_.pto_count = stat.pto_count;  // kept current: a connection that never ends has one too
+  if (stat.min_rtt != UINT64_MAX) result_.min_rtt_ms = ms(stat.min_rtt);
   if (rv != 0) return finish(false, std::string("expiry: ") + ngtcp2_strerror(rv), now);
   write(now);
 }
@@ -332,8 +375,13 @@ void LoadConnection::write(ngtcp2_tstamp now) {
     std::memcpy(&to, ps.path.remote.addr, std::min<std::size_t>(ps.path.remote.addrlen, sizeof(to)));
     const bool on_new = same_endpoint(local, local_now_) || !old_sock_.valid();
     const UdpSocket& s = on_new ? sock_ : old_sock_;
-    if (on_new && result_.migrated && migrated_at_ == 0) migrated_at_ = now;
+    if (on_new && result_.migrated && migrated_at_ == 0) {
+      migrated_at_ = now;
+      loss_at_migration_ = loss_.counts();
+    }
     s.send(buf.data(), static_cast<std::size_t>(n), to, sockaddr_len(to));
+    ++result_.tx_datagrams;
+    if (migrated_at_ != 0) ++result_.tx_after_migration;
   }
   ngtcp2_conn_update_pkt_tx_time(conn_, now);
 }
@@ -347,6 +395,7 @@ void LoadConnection::finish(bool success, const std::string& error, ngtcp2_tstam
   ngtcp2_conn_stat stat{};
   ngtcp2_conn_get_conn_stat(conn_, &stat);
   result_.pto_count = stat.pto_count;
+  if (stat.min_rtt != UINT64_MAX) result_.min_rtt_ms = ms(stat.min_rtt);
   if (success) {  // polite close, best effort
     std::array<std::uint8_t, NGTCP2_MAX_UDP_PAYLOAD_SIZE> buf;
     ngtcp2_path_storage ps;

@@ -2,6 +2,10 @@
 // GET of `size` bytes; after `migrate_after` body bytes it moves to a new local port, a new
 // local address (active migration with path validation) or rebinds like a NAT. It measures
 // the handover: first packet sent on the new path → first response data received on it.
+// Hold mode (options.hold): the client grants the response stream only `migrate_after` bytes
+// of credit, so the transfer stalls with data pending at the server; the caller migrates every
+// held connection together (migrate_now) and the credit is released on the new path.
+// Losses per connection come from ngtcp2's qlog (see LossCounter).
 #pragma once
 
 #include <gnutls/gnutls.h>
@@ -13,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "server_testbed/load/loss_counter.hpp"
 #include "server_testbed/udp_socket.hpp"
 
 namespace quicstep::server_testbed {
@@ -27,6 +32,8 @@ struct LoadOptions {
   std::uint64_t migrate_after = 256 << 10;  // body bytes received before migrating
   LoadMigration migration = LoadMigration::port;
   std::string authority = "localhost";
+  bool hold = false;                // stall at migrate_after; migrate on migrate_now()
+  bool count_losses = true;         // qlog-based loss counting (costs some CPU)
 };
 
 struct LoadResult {
@@ -36,6 +43,13 @@ struct LoadResult {
   double handover_ms = -1;          // -1: no data on the new path
   double duration_ms = 0;
   std::uint64_t pto_count = 0;      // retransmission timeouts seen (losses show up here)
+  std::uint64_t tx_datagrams = 0;   // datagrams sent (both paths)
+  std::uint64_t rx_datagrams = 0;   // datagrams received (both paths)
+  std::uint64_t tx_after_migration = 0;
+  std::uint64_t rx_old_path_after_migration = 0;  // datagrams on the old socket since then
+  double min_rtt_ms = -1;           // ngtcp2's minimum RTT sample (the path's RTT)  // datagrams sent since the first on the new path
+  LossCounts losses;                // whole connection
+  LossCounts losses_after_migration;  // since the first packet on the new path
   std::string error;
 };
 
@@ -53,6 +67,10 @@ class LoadConnection {
   void on_expiry(ngtcp2_tstamp now);
   ngtcp2_tstamp next_deadline() const;
   bool finished() const { return finished_; }
+  // Hold mode: the response stalled at its credit, waiting for migrate_now().
+  bool held() const { return options_.hold && !result_.migrated && response_rx_ >= hold_window_; }
+  // Hold mode: migrate now and release the response's credit on the new path.
+  void migrate_now(ngtcp2_tstamp now);
   const LoadResult& result() const { return result_; }
   int fd() const { return sock_.fd(); }
   int old_fd() const { return old_sock_.fd(); }
@@ -66,6 +84,8 @@ class LoadConnection {
                      std::size_t len);
   void on_body(std::size_t len);
   void on_body_end();
+  void on_qlog(const void* data, std::size_t len);
+  void consumed(std::int64_t id, std::uint64_t n);  // flow-control credit back to the server
   int on_acked(std::int64_t id, std::uint64_t len);
   int on_stream_close(std::uint32_t flags, std::int64_t id, std::uint64_t code);
   int on_extend_stream_data(std::int64_t id);
@@ -92,6 +112,12 @@ class LoadConnection {
   bool reading_new_path_ = false;
   bool finished_ = false;
   bool new_fd_ = false;
+  std::int64_t request_id_ = -1;
+  std::uint64_t hold_window_ = 0;   // hold mode: response stream credit before migration
+  std::uint64_t response_rx_ = 0;   // response stream bytes received (headers + body)
+  std::uint64_t withheld_ = 0;      // hold mode: consumed bytes not yet credited back
+  LossCounter loss_;
+  LossCounts loss_at_migration_;
 };
 
 }  // namespace quicstep::server_testbed

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <csignal>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -17,11 +18,17 @@
 #include <vector>
 
 #include "server_testbed/load/load_connection.hpp"
+#include "server_testbed/timer_queue.hpp"
 #include "server_testbed/worker.hpp"
 
 namespace qs = quicstep::server_testbed;
 
 namespace {
+
+// --barrier-signal: SIGUSR1 releases the held connections (several load processes migrate
+// together: each has its own descriptor limit, and the bench signals them all at once).
+volatile std::sig_atomic_t g_release = 0;
+void on_release(int) { g_release = 1; }
 
 bool parse_addr(const std::string& text, std::uint16_t port, sockaddr_storage* out) {
   *out = {};
@@ -56,17 +63,50 @@ void watch(int ep, int fd, std::size_t index) {
   epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+struct RunInfo {
+  std::size_t held_at_barrier = 0;   // hold mode: connections open and stalled, migrated together
+  double barrier_at_ms = -1;         // since the first start
+  double barrier_spread_ms = -1;     // first to last migration of the barrier
+  std::size_t max_open = 0;          // connections open at the same time, at most
+};
+
 // Starts the connections (all at once, or open-loop at `rate` per second) and drives them
-// until all finished or timeout_s passed.
-void run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cred,
-             unsigned connections, double rate, unsigned timeout_s,
-             std::vector<std::unique_ptr<qs::LoadConnection>>& conns,
-             std::vector<std::string>& start_errors) {
+// until all finished or timeout_s passed. Hold mode: once every connection is held (or
+// finished), or hold_wait_s after the last start, every held connection migrates in one pass.
+// Deadlines live in a TimerQueue and the open/held counts are kept as connections change:
+// no pass over all connections per wake-up (10,000 connections made that the bottleneck).
+RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cred,
+                unsigned connections, double rate, unsigned timeout_s, double hold_wait_s,
+                bool barrier_signal,
+                std::vector<std::unique_ptr<qs::LoadConnection>>& conns,
+                std::vector<std::string>& start_errors) {
+  RunInfo info;
   const int ep = epoll_create1(EPOLL_CLOEXEC);
   const ngtcp2_tstamp t0 = qs::monotonic_now();
   const ngtcp2_tstamp end = t0 + static_cast<ngtcp2_tstamp>(timeout_s) * NGTCP2_SECONDS;
-  std::size_t started = 0, done = 0;
-  std::vector<epoll_event> events(256);
+  ngtcp2_tstamp last_start = t0;
+  std::size_t started = 0, done = 0, open = 0, held = 0;
+  bool barrier_done = !opt.hold, announced = false;
+  std::vector<epoll_event> events(1024);
+  std::vector<bool> counted_held(connections, false);
+  qs::TimerQueue<std::size_t> timers;
+  // After every event of connection i: its deadline, a new socket, the counts.
+  auto touched = [&](std::size_t i) {
+    auto& c = conns[i];
+    if (c->take_new_fd()) watch(ep, c->fd(), i);
+    const bool now_held = !c->finished() && c->held();
+    if (now_held != counted_held[i]) {
+      counted_held[i] = now_held;
+      now_held ? ++held : --held;
+    }
+    if (c->finished()) {
+      ++done;
+      --open;
+      timers.erase(i);
+      return;
+    }
+    timers.set(i, c->next_deadline());
+  };
   while (done < connections && qs::monotonic_now() < end) {
     ngtcp2_tstamp now = qs::monotonic_now();
     while (started < connections &&
@@ -74,32 +114,54 @@ void run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cred,
       conns[started] = qs::LoadConnection::start(opt, cred, now, &start_errors[started]);
       if (conns[started]) {
         watch(ep, conns[started]->fd(), started);
+        ++open;
+        touched(started);
       } else {
         ++done;
       }
       ++started;
+      last_start = now;
     }
-    ngtcp2_tstamp next = now + 10 * NGTCP2_MILLISECONDS;
-    for (auto& c : conns) if (c && !c->finished()) next = std::min(next, c->next_deadline());
-    const int wait_ms = next > now ? static_cast<int>((next - now) / NGTCP2_MILLISECONDS) : 0;
+    info.max_open = std::max(info.max_open, open);
+    const ngtcp2_tstamp wake = std::min(timers.next(), now + 10 * NGTCP2_MILLISECONDS);
+    const int wait_ms = wake > now ? static_cast<int>((wake - now + NGTCP2_MILLISECONDS - 1) / NGTCP2_MILLISECONDS) : 0;
     const int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), wait_ms);
     now = qs::monotonic_now();
     for (int i = 0; i < n; ++i) {
-      auto& c = conns[events[i].data.u64 >> 32];
+      const std::size_t idx = events[i].data.u64 >> 32;
+      auto& c = conns[idx];
       if (!c || c->finished()) continue;
       c->on_readable(static_cast<int>(events[i].data.u64 & 0xffffffffu), now);
-      if (c->take_new_fd()) watch(ep, c->fd(), events[i].data.u64 >> 32);
-      if (c->finished()) ++done;
+      touched(idx);
     }
-    for (std::size_t i = 0; i < started; ++i) {
-      auto& c = conns[i];
-      if (!c || c->finished() || c->next_deadline() > now) continue;
-      c->on_expiry(now);
-      if (c->take_new_fd()) watch(ep, c->fd(), i);
-      if (c->finished()) ++done;
+    for (std::size_t idx : timers.take_due(now)) {
+      conns[idx]->on_expiry(now);
+      touched(idx);
+    }
+    const bool all_held = started == connections && held == open;
+    const bool waited = started == connections &&
+                        now - last_start > static_cast<ngtcp2_tstamp>(hold_wait_s * NGTCP2_SECONDS);
+    const bool ready = held > 0 && (all_held || waited);
+    if (barrier_signal && ready && !announced) {
+      announced = true;  // tell the caller: {"held": n}, then wait for SIGUSR1
+      std::cout << nlohmann::json{{"held", held}, {"open", open}}.dump() << std::endl;
+    }
+    if (!barrier_done && ready && (!barrier_signal || g_release)) {
+      barrier_done = true;
+      info.held_at_barrier = held;
+      const ngtcp2_tstamp first = qs::monotonic_now();
+      info.barrier_at_ms = static_cast<double>(first - t0) / NGTCP2_MILLISECONDS;
+      for (std::size_t i = 0; i < started; ++i) {
+        auto& c = conns[i];
+        if (!c || c->finished() || !c->held()) continue;
+        c->migrate_now(qs::monotonic_now());
+        touched(i);
+      }
+      info.barrier_spread_ms = static_cast<double>(qs::monotonic_now() - first) / NGTCP2_MILLISECONDS;
     }
   }
   close(ep);
+  return info;
 }
 
 // Per-connection results and the summary.
@@ -107,9 +169,10 @@ nlohmann::json summarize(const std::vector<std::unique_ptr<qs::LoadConnection>>&
                          const std::vector<std::string>& start_errors, nlohmann::json* per_out) {
   const std::size_t connections = conns.size();
   nlohmann::json per = nlohmann::json::array();
-  std::vector<double> handover, duration;
+  std::vector<double> handover, duration, min_rtt;
   std::size_t ok = 0, migrated = 0, with_handover = 0;
-  std::uint64_t bytes = 0, ptos = 0;
+  std::uint64_t bytes = 0, ptos = 0, tx = 0, rx = 0, tx_after = 0;
+  qs::LossCounts loss, loss_after;
   for (std::size_t i = 0; i < connections; ++i) {
     const auto* c = conns[i].get();
     if (!c) {
@@ -122,18 +185,46 @@ nlohmann::json summarize(const std::vector<std::unique_ptr<qs::LoadConnection>>&
     migrated += r.migrated;
     bytes += r.bytes;
     ptos += r.pto_count;
+    tx += r.tx_datagrams;
+    rx += r.rx_datagrams;
+    tx_after += r.tx_after_migration;
+    loss.declared_lost += r.losses.declared_lost;
+    loss.missing += r.losses.missing;
+    loss.received += r.losses.received;
+    loss_after.declared_lost += r.losses_after_migration.declared_lost;
+    loss_after.missing += r.losses_after_migration.missing;
+    loss_after.received += r.losses_after_migration.received;
     if (r.handover_ms >= 0) { handover.push_back(r.handover_ms); ++with_handover; }
     if (success) duration.push_back(r.duration_ms);
+    if (r.min_rtt_ms >= 0) min_rtt.push_back(r.min_rtt_ms);
     per.push_back({{"id", i}, {"success", success}, {"bytes", r.bytes}, {"migrated", r.migrated},
                    {"handover_ms", r.handover_ms}, {"duration_ms", r.duration_ms},
-                   {"pto_count", r.pto_count},
+                   {"pto_count", r.pto_count}, {"min_rtt_ms", r.min_rtt_ms},
+                   {"tx_datagrams", r.tx_datagrams}, {"tx_after_migration", r.tx_after_migration},
+                   {"rx_old_path_after_migration", r.rx_old_path_after_migration},
+                   {"rx_datagrams", r.rx_datagrams},
+                   {"lost_sent", r.losses.declared_lost}, {"missing_received", r.losses.missing},
+                   {"lost_sent_after_migration", r.losses_after_migration.declared_lost},
+                   {"missing_received_after_migration", r.losses_after_migration.missing},
                    {"error", c->finished() ? r.error : std::string("timeout")}});
   }
   const nlohmann::json summary = {
       {"connections", connections}, {"succeeded", ok}, {"failed", connections - ok},
       {"migrated", migrated}, {"handover_measured", with_handover}, {"bytes", bytes},
       {"handover_ms_p50", percentile(handover, 0.5)}, {"handover_ms_p99", percentile(handover, 0.99)},
-      {"duration_ms_p50", percentile(duration, 0.5)}, {"pto_total", ptos}};
+      {"duration_ms_p50", percentile(duration, 0.5)}, {"pto_total", ptos},
+      {"min_rtt_ms_p50", percentile(min_rtt, 0.5)},
+      {"tx_datagrams", tx}, {"rx_datagrams", rx},
+      {"lost_sent", loss.declared_lost}, {"missing_received", loss.missing},
+      {"received_1rtt", loss.received},
+      {"lost_sent_after_migration", loss_after.declared_lost},
+      {"missing_received_after_migration", loss_after.missing},
+      {"received_1rtt_after_migration", loss_after.received},
+      // Share of packets lost after migration, both directions: (client packets declared
+      // lost + server packet numbers never received) / (client datagrams + server packets).
+      {"loss_after_migration",
+       static_cast<double>(loss_after.declared_lost + loss_after.missing) /
+           static_cast<double>(std::max<std::uint64_t>(1, loss_after.received + loss_after.missing + tx_after))}};
   *per_out = std::move(per);
   return summary;
 }
@@ -144,7 +235,8 @@ int main(int argc, char** argv) {
   CLI::App app{"quicstep-load: concurrent migrating HTTP/3 downloads"};
   std::string server = "198.18.210.10", local = "198.18.210.2", migrate_to, mode = "port", json_file;
   unsigned port = 443, connections = 10, timeout_s = 30;
-  double rate = 0;
+  double rate = 0, hold_wait_s = 10;
+  bool no_loss_count = false, barrier_signal = false;
   qs::LoadOptions opt;
   app.add_option("--server", server, "server address");
   app.add_option("--port", port, "server UDP port")->check(CLI::Range(1, 65535));
@@ -157,6 +249,15 @@ int main(int argc, char** argv) {
   app.add_option("--rate", rate, "open-loop arrivals per second (0: all at once)");
   app.add_option("--timeout", timeout_s, "give up after this many seconds");
   app.add_option("--json", json_file, "per-connection results to this file");
+  app.add_flag("--hold", opt.hold,
+               "open every connection first (responses stall after --migrate-after bytes), "
+               "then migrate them all together");
+  app.add_option("--hold-wait", hold_wait_s,
+                 "hold mode: migrate this many seconds after the last start even if some "
+                 "connections are not yet held");
+  app.add_flag("--barrier-signal", barrier_signal,
+               "hold mode: once held, print {\"held\": n} and migrate on SIGUSR1");
+  app.add_flag("--no-loss-count", no_loss_count, "skip the qlog-based loss counting");
   CLI11_PARSE(app, argc, argv);
 
   if (mode == "none") opt.migration = qs::LoadMigration::none;
@@ -174,20 +275,34 @@ int main(int argc, char** argv) {
     std::cerr << "quicstep-load: bad --server, --local or --migrate-to address\n";
     return 2;
   }
-  // Two sockets per migrating connection: raise the descriptor limit to the hard limit.
+  opt.count_losses = !no_loss_count;
+  // Two sockets per migrating connection while it hands over: raise the descriptor limit
+  // (the hard limit too, which needs root; Debian's default hard limit is 20,000 here).
   rlimit nofile{};
-  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &nofile);
+  const rlim_t needed = 2 * static_cast<rlim_t>(connections) + 256;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < needed) {
+    rlimit raised{std::max(needed, nofile.rlim_cur), std::max(needed, nofile.rlim_max)};
+    if (setrlimit(RLIMIT_NOFILE, &raised) != 0) {
+      nofile.rlim_cur = nofile.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &nofile);
+      std::cerr << "quicstep-load: descriptor limit " << nofile.rlim_max << " < " << needed
+                << " needed (run as root to raise it)\n";
+    }
   }
   gnutls_certificate_credentials_t cred = nullptr;
   gnutls_certificate_allocate_credentials(&cred);
 
   std::vector<std::unique_ptr<qs::LoadConnection>> conns(connections);
   std::vector<std::string> start_errors(connections);
-  run_all(opt, cred, connections, rate, timeout_s, conns, start_errors);
+  if (barrier_signal) std::signal(SIGUSR1, on_release);
+  const RunInfo info = run_all(opt, cred, connections, rate, timeout_s, hold_wait_s,
+                               barrier_signal, conns, start_errors);
   nlohmann::json per;
-  const nlohmann::json summary = summarize(conns, start_errors, &per);
+  nlohmann::json summary = summarize(conns, start_errors, &per);
+  summary["max_open"] = info.max_open;
+  summary["held_at_barrier"] = info.held_at_barrier;
+  summary["barrier_at_ms"] = info.barrier_at_ms;
+  summary["barrier_spread_ms"] = info.barrier_spread_ms;
   const std::size_t ok = summary["succeeded"].get<std::size_t>();
   if (!json_file.empty()) {
     std::ofstream(json_file) << nlohmann::json{{"summary", summary}, {"connections", per}}.dump(1);

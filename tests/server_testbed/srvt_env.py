@@ -12,7 +12,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab"))
+from qslab_lib import peers  # noqa: E402  (certificates and chromium command lines)
 
 NS_S, NS_C = "qs-srvt-s", "qs-srvt-c"
 IF_S, IF_C = "qsvt-s", "qsvt-c"
@@ -69,33 +73,27 @@ def use_source(a4, a6):
 
 
 def make_cert(workdir):
-    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
-    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-       "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
-       "-addext", "subjectAltName=DNS:localhost,DNS:blocked.test,DNS:www.blocked.test")
+    """The lab's throwaway certificate (lab/qslab_lib/peers.py): returns (cert, key)."""
+    key, cert, _ = peers.make_certificate(workdir)
     return cert, key
 
 
 def spki_hash(cert):
     """base64 SHA-256 of the certificate's SubjectPublicKeyInfo (Chromium's pin format)."""
-    pub = sh("openssl", "x509", "-in", cert, "-pubkey", "-noout").stdout
-    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pub.encode(),
-                         stdout=subprocess.PIPE, check=True).stdout
-    import base64
-    import hashlib
-    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+    return peers.spki_hash(cert)
 
 
 class Server:
     """quicstep-server in NS_S; stop() returns its final counters (JSON)."""
 
-    def __init__(self, binary, workdir, cert, key, *args, listen=None):
+    def __init__(self, binary, workdir, cert, key, *args, listen=None, idle_timeout_ms=5000,
+                 duration_s=120):
         self.stats = os.path.join(workdir, "stats.json")
         self.log = open(os.path.join(workdir, "server.log"), "w")
         listen = listen or f"{S4}:443"
         cmd = ["ip", "netns", "exec", NS_S, binary, "--listen", listen, "--cert", cert,
-               "--key", key, "--stats-file", self.stats, "--duration", "120",
-               "--idle-timeout-ms", "5000", *args]
+               "--key", key, "--stats-file", self.stats, "--duration", str(duration_s),
+               "--idle-timeout-ms", str(idle_timeout_ms), *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
         deadline = time.time() + 5
         while time.time() < deadline and not os.path.exists(self.stats):

@@ -254,44 +254,6 @@ class ThousandMigratingConnections(unittest.TestCase):
         self.assertGreater(stats["total"]["misdirected"], 0)
 
 
-@unittest.skipIf(skip_reason() or not env.shutil.which("chromium-headless-shell"),
-                 skip_reason() or "chromium-headless-shell missing")
-class ChromiumPageLoad(unittest.TestCase):
-    """A real browser loads a page over HTTP/3 from quicstep-server (QUIC forced on)."""
-
-    def test_page_load_over_quic(self):
-        work = env.tempdir()
-        env.up()
-        try:
-            cert, key = env.make_cert(work)
-            htdocs = os.path.join(work, "htdocs")
-            os.makedirs(htdocs)
-            with open(os.path.join(htdocs, "index.html"), "w") as f:
-                f.write("<html><body><p id=marker>served by quicstep-server</p></body></html>")
-            spki = env.spki_hash(cert)
-            server = env.Server(SERVER, work, cert, key, "--workers", "2", "--htdocs", htdocs)
-            try:
-                home = os.path.join(work, "home")
-                os.makedirs(home)
-                out = env.netns(
-                    env.NS_C, "env", f"HOME={home}", "timeout", "-k", "5", "60",
-                    "chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", "--disable-breakpad", f"--user-data-dir={home}/profile",
-                    "--enable-quic", "--origin-to-force-quic-on=blocked.test:443",
-                    f"--host-resolver-rules=MAP blocked.test {env.S4}",
-                    f"--ignore-certificate-errors-spki-list={spki}", "--dump-dom",
-                    "https://blocked.test/", check=False, timeout=90).stdout
-            finally:
-                stats = server.stop()
-            self.assertIn("served by quicstep-server", out)
-            self.assertGreaterEqual(env.total(stats, "requests"), 1)
-            self.assertGreaterEqual(env.total(stats, "handshakes"), 1)
-        finally:
-            env.down()
-            env.shutil.rmtree(work, ignore_errors=True)
-
-
 # Sent from the client namespace: random bytes, every truncation of a long header, unknown
 # versions, long headers with DCIDs of every length (0-255), short headers of every length.
 BAD_PACKETS = r"""
