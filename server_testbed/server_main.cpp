@@ -124,8 +124,8 @@ struct RawOptions {
   bool no_steering = false;
   std::string master_key_file;
   double retry_token_lifetime_s = 10;
-  double new_token_lifetime_s = 86400;
-  double key_period_s = 86400;
+  double new_token_lifetime_s = 3600;
+  double key_period_s = 3600;
 };
 
 void add_options(CLI::App& app, qs::ServerConfig& cfg, RawOptions& raw) {

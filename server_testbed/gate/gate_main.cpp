@@ -87,7 +87,7 @@ struct Options {
   std::string name, listen, master_key_file, stats_file;
   int cpu = -1;
   double allowlist_ttl_s = 30;
-  double retry_token_lifetime_s = 10, new_token_lifetime_s = 86400, key_period_s = 86400;
+  double retry_token_lifetime_s = 10, new_token_lifetime_s = 3600, key_period_s = 3600;
   unsigned duration_s = 0;
 };
 

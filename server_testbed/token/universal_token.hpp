@@ -29,10 +29,10 @@ namespace quicstep::server_testbed::token {
 enum class TokenType : std::uint8_t { retry = 0xa1, new_token = 0xa2 };
 
 struct TokenConfig {
-  std::uint64_t key_period_ms = 86400000;          // key sequence = time / period
+  std::uint64_t key_period_ms = 3600000;           // key sequence = time / period
   std::uint32_t grace_periods = 1;                 // older key sequences still accepted
   std::uint64_t retry_lifetime_ms = 10000;         // Retry tokens (RFC 9000 8.1.2: short)
-  std::uint64_t new_token_lifetime_ms = 86400000;  // NEW_TOKEN tokens (<= key_period)
+  std::uint64_t new_token_lifetime_ms = 3600000;   // NEW_TOKEN tokens (<= key_period)
   std::uint64_t max_clock_skew_ms = 2000;          // issued_ms may be this far in the future
 };
 
