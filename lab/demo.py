@@ -21,7 +21,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "quicstepd"))
 import qsd_helpers as h  # noqa: E402  (process, capture and inspect helpers)
 from qsd_helpers import lab_helpers  # noqa: E402
-from qslab_lib import peers  # noqa: E402  (importable once lab_helpers is)
+from qslab_lib import path_modes, peers  # noqa: E402  (importable once lab_helpers is)
 
 SITES = ("open.test", "blocked.test")
 PAGE_TEXT = "QUICstep demo page"
@@ -121,17 +121,7 @@ class Demo:
         return PAGE_TEXT in res.stdout and whole in res.stdout, took
 
     def run_path(self, path):
-        daemon = None
-        if path == "full VPN":
-            lab_helpers.qslab("vpn", "on")
-        if path == "QUICstep":
-            config = h.write_config(os.path.join(self.work, "quicstepd.toml"),
-                                    self.lab["client"]["channel"]["interface"])
-            sock = os.path.join(self.work, "control.sock")
-            daemon = self.procs.start(self.client_ns, [h.QSD, "--config", config, "--control",
-                                                       sock], os.path.join(self.work, "quicstepd.log"))
-            h.wait_daemon(self.client_ns, sock, daemon)
-        try:
+        with path_modes.PathModes(self.lab, h, self.procs, self.work).using(path):
             for client, site in [(c, s) for c in CLIENTS for s in SITES]:
                 pcap = os.path.join(self.work, f"censor-{len(self.rows)}.pcap")
                 cap = h.start_capture(self.procs, self.censor_ns, self.censor_if, pcap)
@@ -151,11 +141,6 @@ class Demo:
                 self.rows.append((client, path, site, "ok" if ok else "FAILED", took,
                                   channel, native, ", ".join(names) or "-"))
                 log(f"{client:10} {path:9} {site:13} {'ok' if ok else 'FAILED'} in {took:.1f} s")
-        finally:
-            if daemon:
-                self.procs.stop(daemon, timeout=20)
-            if path == "full VPN":
-                lab_helpers.qslab("vpn", "off")
 
     def table(self):
         head = ("client", "path", "site", "result", "time s", "channel bytes", "native bytes",
@@ -200,7 +185,7 @@ def main():
     demo = Demo(args)
     try:
         demo.up()
-        for path in ("native", "full VPN", "QUICstep"):
+        for path in path_modes.MODES:
             demo.run_path(path)
         demo.table()
     finally:
