@@ -44,7 +44,8 @@ def main():
         targets = "".join(f"{i + 1},d{i}.bench.test\n" for i in range(args.domains))
         for run in args.runs.split():
             threads, conc = run.split(":")
-            cmd = ["ip", "netns", "exec", env.NS_C, args.probe, "--static-hosts", hosts,
+            cmd = ["ip", "netns", "exec", env.NS_C, "/usr/bin/time", "-f",
+                   "probe-cpu user=%U sys=%S maxrss_kb=%M", args.probe, "--static-hosts", hosts,
                    "--no-www", "--family", "4", "--second-local-address", env.C4[1],
                    "--threads", threads, "--concurrency", conc, *args.extra.split()]
             t0 = time.monotonic()
@@ -67,7 +68,7 @@ def main():
                   f"connections/s={connections / wall:.1f} rc={p.returncode} "
                   f"classes={dict(classes)}", flush=True)
             if p.stderr.strip():
-                print("stderr:", p.stderr.strip()[-500:])
+                print("  stderr:", p.stderr.strip()[-500:])
             procs.check_alive()
     finally:
         procs.stop()
