@@ -176,6 +176,9 @@ QS_INLINE qs_u32 qs_steer_dcid_worker(const qs_u8 *buf, qs_u32 len, qs_u32 worke
     h ^= buf[(6 + i) & (QS_STEER_BUF_LEN - 1)];
     h *= 16777619u;
   }
+  h ^= h >> 16; /* FNV's low bits only see the inputs' low bits: fold the high ones in */
+  h *= 0x45d9f3bu;
+  h ^= h >> 16;
   return h % worker_count;
 }
 

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "common/initial_protection.hpp"
@@ -169,4 +170,45 @@ TEST(GateForward, RoundTripAndEveryTruncation) {
   EXPECT_TRUE(qs::valid_gate_name("qs-test_1"));
   EXPECT_FALSE(qs::valid_gate_name("../etc"));
   EXPECT_FALSE(qs::valid_gate_name(""));
+}
+
+// The two helpers the steering program's gate mode adds (shared header, same code in BPF).
+TEST(SteeringGateHelpers, V1InitialAndDcidHash) {
+  auto pkt = initial({1, 2, 3, 4, 5, 6, 7, 8}, {});
+  EXPECT_EQ(qs_steer_is_v1_initial(pkt.data(), static_cast<qs_u32>(pkt.size())), 1);
+  for (std::uint32_t len = 0; len < 7; ++len) {
+    EXPECT_EQ(qs_steer_is_v1_initial(pkt.data(), len), 0) << len;
+  }
+  auto other = pkt;
+  other[0] = static_cast<std::uint8_t>((other[0] & 0xcf) | 0x20);  // Handshake type
+  EXPECT_EQ(qs_steer_is_v1_initial(other.data(), static_cast<qs_u32>(other.size())), 0);
+  other = pkt;
+  other[4] = 2;  // another version
+  EXPECT_EQ(qs_steer_is_v1_initial(other.data(), static_cast<qs_u32>(other.size())), 0);
+  other = pkt;
+  other[0] &= 0x7f;  // short header
+  EXPECT_EQ(qs_steer_is_v1_initial(other.data(), static_cast<qs_u32>(other.size())), 0);
+
+  // The hash spreads client DCIDs over the workers and is stable per DCID.
+  std::array<int, 4> hits{};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4000; ++i) {
+    std::array<std::uint8_t, QS_STEER_BUF_LEN> buf{};
+    buf[0] = 0xc0;
+    buf[5] = 8;
+    // Structured DCIDs (a counter) as well as random ones must spread.
+    for (int j = 0; j < 8; ++j) {
+      buf[6 + j] = static_cast<std::uint8_t>(i % 2 ? rng() : (j == 7 ? i & 0xff : i >> 8));
+    }
+    const auto w = qs_steer_dcid_worker(buf.data(), 1200, 4);
+    ASSERT_LT(w, 4u);
+    ASSERT_EQ(w, qs_steer_dcid_worker(buf.data(), 1200, 4));
+    ++hits[w];
+  }
+  for (int h : hits) EXPECT_GT(h, 700);
+  std::array<std::uint8_t, QS_STEER_BUF_LEN> bad{};
+  bad[0] = 0xc0;
+  bad[5] = 21;  // DCID longer than 20: worker 0, no read past the buffer
+  EXPECT_EQ(qs_steer_dcid_worker(bad.data(), 1200, 4), 0u);
+  EXPECT_EQ(qs_steer_dcid_worker(bad.data(), 5, 4), 0u);
 }
