@@ -62,8 +62,8 @@ GROUPS = (
     Group("stale-path", 136, "qs", 26, "stale-path", False, asn=64603),
     Group("stale-path-retry", 137, "qs", 27, "stale-path", True, asn=64603),
     Group("gtlsserver", 138, "gtls", 30, asn=64604),
-    Group("tcp-only", 139, "tcp", 40, domains=100, asn=64605),
-    Group("silent", 144, "silent", 0, domains=30, asn=64606),
+    Group("tcp-only", 139, "tcp", 40, domains=99, asn=64605),
+    Group("silent", 144, "silent", 0, domains=31, asn=64606),
     Group("nxdomain", 0, "none", 0, domains=40),
     Group("mixed", 141, "mixed", 0, domains=40, asn=64607),  # apex: none; www.: full
 )

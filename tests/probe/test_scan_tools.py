@@ -239,11 +239,12 @@ class RunCommand(unittest.TestCase):
 
     def test_run_resume_shard_merge(self):
         whole = os.path.join(self.dir, "whole")
-        p = scan("run", self.list, "--out", whole, "--workers", "2", "--window", "8",
+        p = scan("run", self.list, "--out", whole, "--workers", "2",
                  "--progress", "lines", "--dns", "198.18.0.1", "--rate", "100")
         self.assertIn("list line 8: rank is not a positive integer: `x'", p.stderr)
         self.assertIn("bad list lines: 3; duplicates: 1", p.stderr)
         self.assertIn("progress: 309/309", p.stderr)
+        self.assertIn("retrying 1 domains whose DNS lookups timed out (pass 3)", p.stderr)
         ref = self.classes(whole)
         self.assertEqual(len(ref), 309)
         self.assertEqual(ref["mixed.test"], ("quicstep_compatible", 11))  # list line, not engine's
@@ -251,8 +252,8 @@ class RunCommand(unittest.TestCase):
             self.assertEqual(ref[d][0], cls, d)
         # Interrupted (as Ctrl-C) after 50 records, plus a torn last line: resume completes.
         part = os.path.join(self.dir, "part")
-        p = scan("run", self.list, "--out", part, "--workers", "2", "--window", "4",
-                 "--stop-after", "50", check=False)
+        p = scan("run", self.list, "--out", part, "--workers", "2",
+                 "--stop-after", "50", env={"FAKE_PROBE_DELAY_MS": "5"}, check=False)
         self.assertEqual(p.returncode, 130, p.stderr)
         n = len(self.classes(part))
         self.assertTrue(50 <= n < 309, n)
@@ -264,7 +265,7 @@ class RunCommand(unittest.TestCase):
         self.assertEqual(self.classes(part), ref)
         # A crashing engine: reported, and a rerun completes.
         crash = os.path.join(self.dir, "crash")
-        p = scan("run", self.list, "--out", crash, "--workers", "1", "--window", "4",
+        p = scan("run", self.list, "--out", crash, "--workers", "1",
                  env={"FAKE_PROBE_EXIT_AFTER": "20"}, check=False)
         self.assertEqual(p.returncode, 1)
         self.assertIn("unfinished", p.stderr)
@@ -299,12 +300,12 @@ class RunCommand(unittest.TestCase):
         args = os.path.join(self.dir, "args.jsonl")
         scan("run", self.list, "--out", os.path.join(self.dir, "o"), "--workers", "2",
              "--rate", "1000", "--timeout-ms", "700", "--family", "both", "--no-www",
-             "--", "--threads", "1", env={"FAKE_PROBE_ARGS": args})
+             "--", "--max-addresses", "2", env={"FAKE_PROBE_ARGS": args})
         with open(args) as f:
             argv = [json.loads(l) for l in f]
-        self.assertEqual(len(argv), 2)
-        self.assertEqual(argv[0], ["--timeout-ms", "700", "--family", "both", "--rate", "500",
-                                   "--no-www", "--threads", "1"])
+        self.assertEqual(len(argv), 6)  # 2 workers; servfail.test retried twice (--dns-retries)
+        self.assertEqual(argv[0], ["--timeout-ms", "700", "--family", "both", "--threads", "1",
+                                   "--rate", "500", "--no-www", "--max-addresses", "2"])
 
     def test_missing_engine(self):
         p = subprocess.run([sys.executable, SCAN, "run", self.list, "--out", self.dir,

@@ -53,6 +53,17 @@ def load_latest(path: str, report: ReadReport = None) -> Dict[str, dict]:
     return out
 
 
+def iter_latest(path: str, report: ReadReport = None) -> Iterator[dict]:
+    """The latest record of each domain, streamed in two passes over the file (memory: one
+    line number per domain, not the records: a million-domain file stays small)."""
+    last = {}
+    for number, rec in enumerate(iter_records(path, report)):
+        last[rec["domain"]] = number
+    for number, rec in enumerate(iter_records(path)):
+        if last.get(rec["domain"]) == number:
+            yield rec
+
+
 def open_for_append(path: str):
     """Opens `path` for appending whole lines, first cutting a last line that lost its
     newline. Returns (file, bytes cut)."""

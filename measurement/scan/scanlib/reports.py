@@ -81,14 +81,18 @@ def paper_csv(records: Iterable[dict], ip2asn: Optional[Ip2Asn] = None) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["Num", "Domain", "QUIC", "Connection migration", "IP", "ASN"])
-    for rec in sorted(records, key=_sort_key):
+    rows = []  # (sort key, row): small tuples, not the records
+    for rec in records:
         dc = classify(rec)
         has_quic = dc.name in ("quicstep_compatible", "quic_no_migration")
         info = ip2asn.lookup(dc.primary_ip) if (ip2asn and dc.primary_ip) else None
         num = rec.get("rank") if rec.get("rank") is not None else rec.get("input_line", "")
-        w.writerow([num, rec["domain"], "yes" if has_quic else "no",
-                    ("yes" if dc.port_migration else "no") if has_quic else "",
-                    dc.primary_ip or "", info.asn if info else ""])
+        rows.append((_sort_key(rec), [num, rec["domain"], "yes" if has_quic else "no",
+                                      ("yes" if dc.port_migration else "no") if has_quic else "",
+                                      dc.primary_ip or "", info.asn if info else ""]))
+    rows.sort(key=lambda r: r[0])
+    for _, row in rows:
+        w.writerow(row)
     return buf.getvalue()
 
 

@@ -1,7 +1,10 @@
 """Runs quicstep-probe processes over targets and appends their records to results.jsonl.
 
-P worker processes (one per core by default), each fed lazily through its stdin: at most
-`window` domains are outstanding per process, so a million-line list never sits in a pipe.
+P worker processes (one per core by default), each fed lazily through its stdin: a feeder
+thread per process takes the next target from the shared list iterator whenever the pipe
+has room, so a million-line list never sits in memory and a faster process takes more.
+The feeder never waits for results: quicstep-probe reads its input from within its event
+loop, so a pipe it finds empty would stall every connection it has in flight.
 Each process numbers its input lines; the driver maps them back to the list's targets and
 rewrites `input_line` to the list's line. Ctrl-C (SIGINT) or SIGTERM stops feeding, ends
 the workers and leaves results.jsonl with whole lines only: the next run resumes.
@@ -24,13 +27,12 @@ from .targets import Target
 class Worker:
     """One quicstep-probe process: a feeder thread (stdin) and a reader thread (stdout)."""
 
-    def __init__(self, index, cmd, targets, lock, window, events, stderr):
+    def __init__(self, index, cmd, targets, lock, events, stderr):
         self.index = index
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=stderr, text=True, bufsize=1,
                                      start_new_session=True)  # Ctrl-C reaches only the driver
         self.targets, self.lock = targets, lock
-        self.slots = threading.Semaphore(window)
         self.sent = {}  # engine input line → Target
         self.sent_lock = threading.Lock()
         self.events = events
@@ -48,9 +50,6 @@ class Worker:
         line = 0
         try:
             while not self.stop.is_set():
-                while not self.slots.acquire(timeout=0.2):
-                    if self.stop.is_set():
-                        return
                 t = self._next()
                 if t is None:
                     break
@@ -79,7 +78,6 @@ class Worker:
                 continue
             with self.sent_lock:
                 t = self.sent.pop(n, None)
-            self.slots.release()
             self.events.put(("record", t, rec))
         self.proc.wait()
         with self.sent_lock:
@@ -96,14 +94,14 @@ class Worker:
 
 
 def run_scan(cmd: List[str], workers: int, targets: Iterator[Target], out_file, progress,
-             window: int = 512, stderr=None, clock=time.monotonic, stop_after=None):
+             stderr=None, clock=time.monotonic, stop_after=None):
     """Runs `workers` copies of `cmd` over `targets`, appending each record to `out_file`.
     Returns a dict: written, lost (targets outstanding when a worker ended early),
     engine_errors, interrupted, worker exit codes. `stop_after` (tests): stop after that
     many records, as Ctrl-C would."""
     events = queue.Queue()
     lock = threading.Lock()
-    pool = [Worker(i, cmd, targets, lock, window, events, stderr) for i in range(workers)]
+    pool = [Worker(i, cmd, targets, lock, events, stderr) for i in range(workers)]
     result = {"written": 0, "lost": [], "engine_errors": [], "interrupted": False,
               "exit_codes": {}}
     interrupted = threading.Event()

@@ -3,10 +3,11 @@
 stdin, answers each with the fixture record for that domain (scan_records.jsonl; unknown
 names: an nxdomain record), out of order (pairs swapped), flushed per line.
 FAKE_PROBE_EXIT_AFTER=N: exit 3 after N records (a crash). FAKE_PROBE_ARGS=FILE: append
-argv there."""
+argv there. FAKE_PROBE_DELAY_MS: sleep that long before each record."""
 import json
 import os
 import sys
+import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 fixture = {}
@@ -18,11 +19,13 @@ if os.environ.get("FAKE_PROBE_ARGS"):
     with open(os.environ["FAKE_PROBE_ARGS"], "a") as f:
         f.write(json.dumps(sys.argv[1:]) + "\n")
 exit_after = int(os.environ.get("FAKE_PROBE_EXIT_AFTER", "0"))
+delay = float(os.environ.get("FAKE_PROBE_DELAY_MS", "0")) / 1000
 written, pending = 0, []
 
 
 def emit(rec):
     global written
+    time.sleep(delay)
     sys.stdout.write(json.dumps(rec) + "\n")
     sys.stdout.flush()
     written += 1
