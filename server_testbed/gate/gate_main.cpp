@@ -25,6 +25,7 @@
 #include <iostream>
 #include <vector>
 
+#include "server_testbed/gate/batch_io.hpp"
 #include "server_testbed/gate/gate_core.hpp"
 #include "server_testbed/gate/gate_maps.hpp"
 #include "server_testbed/token/master_key.hpp"
@@ -205,37 +206,39 @@ int main(int argc, char** argv) {
   std::cerr << "quicstep-gate: " << opt.name << " on " << opt.listen << ", "
             << bpf_cfg.worker_count << " workers\n";
 
-  std::vector<std::uint8_t> buf(65536);
+  qs::gate::RecvBatch in;
+  qs::gate::SendBatch out;
   const auto start = std::chrono::steady_clock::now();
   auto next_stats = start;
   while (!g_stop.load()) {
     pollfd pfd{sock.fd(), POLLIN, 0};
     poll(&pfd, 1, 100);
-    for (int i = 0; i < 256; ++i) {
-      sockaddr_storage from{};
-      socklen_t from_len = 0;
-      std::uint32_t ecn = 0;
-      const long n = sock.recv(buf.data(), buf.size(), &from, &from_len, &ecn);
-      if (n < 0) break;
-      const auto r = core.on_datagram({buf.data(), static_cast<std::size_t>(n)}, from,
-                                      qs::wall_clock_ms());
-      if (r.kind == qs::gate::GateCore::Kind::retry) {
-        sock.send(r.out.data(), r.out.size(), from, qs::sockaddr_len(from));
-      } else if (r.kind == qs::gate::GateCore::Kind::forward) {
-        // Allowlist first: the worker's answer makes the client send more Initials at once.
-        if (ttl_ns > 0 && maps->allow(from, qs::monotonic_now() + ttl_ns)) {
-          qs::gate::GateCounters::add(counters.allowlisted);
-        }
-        const auto& to = worker_addrs[r.worker];
-        if (sendto(fwd, r.out.data(), r.out.size(), MSG_DONTWAIT,
-                   reinterpret_cast<const sockaddr*>(&to), sizeof(to)) >= 0) {
-          qs::gate::GateCounters::add(counters.forwarded);
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
-          qs::gate::GateCounters::add(counters.drop_queue_full);
-        } else {
-          qs::gate::GateCounters::add(counters.drop_send_failed);
+    for (int round = 0; round < 16; ++round) {  // then stats and the stop flag
+      const std::size_t n = in.receive(sock.fd());
+      if (n == 0) break;
+      const std::uint64_t now_ms = qs::wall_clock_ms();
+      for (std::size_t i = 0; i < n; ++i) {
+        const sockaddr_storage& from = in.from(i);
+        const auto r = core.on_datagram(in.data(i), from, now_ms);
+        if (r.kind == qs::gate::GateCore::Kind::retry) {
+          if (!out.add(sock.fd(), r.out, from)) qs::gate::GateCounters::add(counters.drop_send_failed);
+        } else if (r.kind == qs::gate::GateCore::Kind::forward) {
+          // Allowlist first: the worker's answer makes the client send more at once.
+          if (ttl_ns > 0 && maps->allow(from, qs::monotonic_now() + ttl_ns)) {
+            qs::gate::GateCounters::add(counters.allowlisted);
+          }
+          const auto& to = worker_addrs[r.worker];
+          if (sendto(fwd, r.out.data(), r.out.size(), MSG_DONTWAIT,
+                     reinterpret_cast<const sockaddr*>(&to), sizeof(to)) >= 0) {
+            qs::gate::GateCounters::add(counters.forwarded);
+          } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+            qs::gate::GateCounters::add(counters.drop_queue_full);
+          } else {
+            qs::gate::GateCounters::add(counters.drop_send_failed);
+          }
         }
       }
+      out.flush(sock.fd());
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_stats) {
