@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <iostream>
 
@@ -80,6 +81,7 @@ struct ProbeEngine::AddressTask {
   bool first_done = false;
   TryKind kind = TryKind::nat_rebinding;
   std::unique_ptr<ProbeConnection> conn;
+  bool done_listed = false;  // in done_, waiting for reap()
 
   AddressTask(std::size_t tries) : nat(tries), port(tries), address(tries) {}
   TryTally& tally(TryKind k) {
@@ -107,8 +109,14 @@ ProbeEngine::ProbeEngine(const ProbeConfig& config, std::size_t max_connections,
       admission_(admission),
       cred_(cred) {}
 
+namespace {
+std::uint64_t timer_id(const void* task) { return reinterpret_cast<std::uintptr_t>(task); }
+}  // namespace
+
 ProbeEngine::~ProbeEngine() {
-  for (AddressTask* t : running_) t->conn.reset();
+  for (auto& d : domains_) {
+    for (auto& t : d->tasks) t->conn.reset();  // unwatches before epoll_fd_ closes
+  }
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
 }
 
@@ -221,7 +229,7 @@ void ProbeEngine::on_name_resolved(Domain& d) {
 
 void ProbeEngine::pump(std::uint64_t now) {
   std::size_t rotations = 0;
-  while (!ready_.empty() && running_.size() < max_connections_) {
+  while (!ready_.empty() && running_ < max_connections_) {
     AddressTask* t = ready_.front();
     const auto verdict = admission_.try_admit(t->addr, now);
     if (verdict == SharedAdmission::Verdict::rate_limited) {
@@ -260,11 +268,13 @@ void ProbeEngine::start_try(AddressTask& t, std::uint64_t now) {
   o.step_timeout = config_.timeout_ns;
   std::string error;
   t.conn = ProbeConnection::start(o, cred_, *this, now, &error);
-  running_.push_back(&t);
-  if (!t.conn) {
+  if (t.conn) {
+    ++running_;
+    owners_[t.conn.get()] = &t;
+    touch(t);
+  } else {
     // No socket (descriptor limit?) or no TLS session: recorded as a failed try.
     admission_.release(t.addr);
-    running_.pop_back();
     TryOutcome failed;
     failed.error = "local: " + error;
     failed.label = Label::handshake_failed;
@@ -284,7 +294,9 @@ void ProbeEngine::start_try(AddressTask& t, std::uint64_t now) {
 void ProbeEngine::on_try_done(AddressTask& t, std::uint64_t) {
   admission_.release(t.addr);
   const TryOutcome o = t.conn->outcome();
+  owners_.erase(t.conn.get());
   t.conn.reset();
+  --running_;
   if (!t.first_done) {
     t.first_done = true;
     if (!o.handshake_done) {
@@ -331,37 +343,51 @@ void ProbeEngine::finish_domain(Domain& d, std::uint64_t now) {
   d.record.elapsed_ms = static_cast<double>(now - d.started) / 1e6;
   output_.write_line(to_json_line(d.record));
   d.finished = true;
+  ++finished_domains_;
+}
+
+// After anything that may have changed a connection: its deadline moves, or it is done.
+void ProbeEngine::touch(AddressTask& t) {
+  if (t.conn->finished()) {
+    timers_.cancel(timer_id(&t));
+    if (!t.done_listed) {
+      t.done_listed = true;
+      done_.push_back(&t);
+    }
+  } else {
+    timers_.schedule(timer_id(&t), t.conn->next_deadline());
+  }
 }
 
 std::uint64_t ProbeEngine::next_deadline(std::uint64_t now) {
-  std::uint64_t next = now + kMaxWaitNs;
-  for (AddressTask* t : running_) next = std::min(next, t->conn->next_deadline());
+  std::uint64_t next = std::min(now + kMaxWaitNs, timers_.next());
   if (dns_) next = std::min(next, dns_->next_deadline());
-  if (!ready_.empty() && running_.size() < max_connections_ && admission_retry_at_ > now) {
+  if (!ready_.empty() && running_ < max_connections_ && admission_retry_at_ > now) {
     next = std::min(next, admission_retry_at_);
   }
   return next;
 }
 
 void ProbeEngine::handle_expiries(std::uint64_t now) {
-  for (AddressTask* t : running_) {
-    if (t->conn->next_deadline() <= now) t->conn->on_expiry(now);
+  for (std::uint64_t id : timers_.pop_due(now)) {
+    AddressTask* t = reinterpret_cast<AddressTask*>(static_cast<std::uintptr_t>(id));
+    t->conn->on_expiry(now);
+    touch(*t);
   }
   if (dns_ && dns_->next_deadline() <= now) dns_->on_expiry(now);
 }
 
 void ProbeEngine::reap(std::uint64_t now) {
-  for (std::size_t i = 0; i < running_.size();) {
-    AddressTask* t = running_[i];
-    if (t->conn->finished()) {
-      running_[i] = running_.back();
-      running_.pop_back();
-      on_try_done(*t, now);
-    } else {
-      ++i;
-    }
+  std::vector<AddressTask*> done;
+  done.swap(done_);
+  for (AddressTask* t : done) {
+    t->done_listed = false;
+    on_try_done(*t, now);
   }
-  std::erase_if(domains_, [](const std::unique_ptr<Domain>& d) { return d->finished; });
+  if (finished_domains_ > 0) {
+    finished_domains_ = 0;
+    std::erase_if(domains_, [](const std::unique_ptr<Domain>& d) { return d->finished; });
+  }
 }
 
 bool ProbeEngine::run(std::string* error) {
@@ -400,7 +426,9 @@ bool ProbeEngine::run(std::string* error) {
       if (fd == dns_fd) {
         dns_->on_readable(now);
       } else if (auto it = fds_.find(fd); it != fds_.end()) {
-        it->second->on_readable(fd, now);
+        AddressTask* t = owners_.at(it->second);
+        t->conn->on_readable(fd, now);
+        touch(*t);
       }
     }
     handle_expiries(now);

@@ -20,6 +20,7 @@
 #include "measurement/probe/probe_config.hpp"
 #include "measurement/probe/probe_connection.hpp"
 #include "measurement/probe/target_input.hpp"
+#include "measurement/probe/timer_queue.hpp"
 
 namespace quicstep::measurement::probe {
 
@@ -87,6 +88,7 @@ class ProbeEngine : public FdRegistry {
   void on_try_done(AddressTask& task, std::uint64_t now);
   void schedule_or_finish(AddressTask& task);
   void finish_domain(Domain& d, std::uint64_t now);
+  void touch(AddressTask& task);
   std::uint64_t next_deadline(std::uint64_t now);
   void handle_expiries(std::uint64_t now);
   void reap(std::uint64_t now);
@@ -101,8 +103,12 @@ class ProbeEngine : public FdRegistry {
   std::unique_ptr<DnsClient> dns_;
   std::vector<std::unique_ptr<Domain>> domains_;
   std::deque<AddressTask*> ready_;                       // waiting for admission
-  std::vector<AddressTask*> running_;                    // a connection in flight
+  std::size_t running_ = 0;                              // connections in flight
+  std::vector<AddressTask*> done_;                       // their connection finished
+  TimerQueue timers_;                                    // connection deadlines
   std::unordered_map<int, ProbeConnection*> fds_;
+  std::unordered_map<const ProbeConnection*, AddressTask*> owners_;
+  std::size_t finished_domains_ = 0;                     // written, not yet erased
   std::uint64_t admission_retry_at_ = 0;
   bool input_done_ = false;
 };
