@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -129,6 +130,26 @@ class ProbeLabels(unittest.TestCase):
         for n in by_domain["missing.test"]["names"]:
             self.assertIn(n["dns"]["status"], ("servfail", "nxdomain"), n)
             self.assertEqual(n["addresses"], [])
+
+    def test_rate_limit(self):
+        # 10 domains x 3 connections (one try per test) at 10 new connections per second:
+        # the first is free, the other 29 wait for tokens, so at least ~2.9 s.
+        hosts = os.path.join(self.workdir, "rate_hosts.txt")
+        with open(hosts, "w") as f:
+            for i in range(10):
+                f.write(f"d{i}.rate.test {env.SERVERS['full.test'][0]}\n")
+        t0 = time.monotonic()
+        p, records = run_probe(["--static-hosts", hosts, "--no-www", "--family", "4",
+                                "--tries", "1", "--rate", "10", "--threads", "2"],
+                               "".join(f"d{i}.rate.test\n" for i in range(10)))
+        wall = time.monotonic() - t0
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(records), 10)
+        for r in records:
+            tests = r["names"][0]["addresses"][0]["tests"]
+            self.assertEqual([tests[k]["label"] for k in sorted(tests)], ["pass"] * 3, r)
+        self.assertGreaterEqual(wall, 2.7)
+        self.assertLess(wall, 15)
 
 
 if __name__ == "__main__":
