@@ -14,8 +14,10 @@ MODES = ("native", "full VPN", "QUICstep")
 
 
 class PathModes:
-    def __init__(self, lab, qsd, procs, work):
+    def __init__(self, lab, qsd, procs, work, quicstepd_extra=""):
+        """quicstepd_extra: TOML appended to quicstepd's config (e.g. a [hold] section)."""
         self.lab, self.qsd, self.procs, self.work = lab, qsd, procs, work
+        self.extra = quicstepd_extra
         self.ns = lab["client"]["netns"]
         self.sock = os.path.join(work, "control.sock")
         self.daemon = None
@@ -27,7 +29,8 @@ class PathModes:
             self.qsd.lab_helpers.qslab("vpn", "on")
         elif mode == "QUICstep":
             config = self.qsd.write_config(os.path.join(self.work, "quicstepd.toml"),
-                                           self.lab["client"]["channel"]["interface"])
+                                           self.lab["client"]["channel"]["interface"],
+                                           extra=self.extra)
             self.daemon = self.procs.start(self.ns, [self.qsd.QSD, "--config", config,
                                                      "--control", self.sock],
                                            os.path.join(self.work, "quicstepd.log"))

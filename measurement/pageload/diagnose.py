@@ -76,12 +76,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--no-lock", action="store_true")
+    ap.add_argument("--with-hold", action="store_true",
+                    help="also quicstepd holding short headers 100 ms on the channel")
     args = ap.parse_args()
     lock = None
     if not args.no_lock:
         lock = open("/run/qs-helper-lab.lock", "a")
         fcntl.flock(lock, fcntl.LOCK_EX)
-    batch = harness.Batch("diagnose", args.profile, args.channel_rate, args.page, args.rounds)
+    variants = harness.DEFAULT_VARIANTS + ([harness.HOLD_VARIANT] if args.with_hold else [])
+    batch = harness.Batch("diagnose", args.profile, args.channel_rate, args.page, args.rounds,
+                          variants=variants)
     rows = []
     try:
         batch.up()
@@ -90,14 +94,14 @@ def main():
         native_if, wg_if = lab["client"]["native"]["interface"], lab["client"]["channel"]["interface"]
         servers = {s["v4"] for s in lab["servers"]} | {s["v6"] for s in lab["servers"]}
         for r in range(args.rounds):
-            for mode in harness.MODES:
-                with batch.modes.using(mode):
+            for mode, base, _ in variants:
+                with batch.modes[mode].using(base):
                     for page in args.page:
                         caps = []
                         for iface in (native_if, wg_if):
                             path = os.path.join(batch.work, f"diag-{r}-{mode[0]}-{page}-{iface}.pcap")
                             caps.append((path, h.start_capture(batch.procs, ns, iface, path)))
-                        row = batch.load(r, mode, page)
+                        row = batch.load(r, mode, page, base)
                         time.sleep(0.5)
                         for _, p in caps:
                             batch.procs.stop(p)
@@ -125,7 +129,7 @@ def main():
             w.writerow({k: row.get(k, "") for k in FIELDS})
     print(f"\nmedians ({args.profile}, {args.channel_rate} Mbit/s), ms after the first Initial:")
     for page in args.page:
-        for mode in harness.MODES:
+        for mode, _, _ in variants:
             rs = [x for x in rows if x["mode"] == mode and x["page"] == page]
             def m(k):
                 v = [x[k] for x in rs if x.get(k) not in (None, "")]

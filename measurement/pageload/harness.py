@@ -27,6 +27,11 @@ import cdp  # noqa: E402
 import pages  # noqa: E402
 
 MODES = path_modes.MODES
+# A variant: (label in the CSV, mode of lab/qslab_lib/path_modes.py, quicstepd config extra).
+DEFAULT_VARIANTS = [(m, m, "") for m in MODES]
+# quicstepd holding a flow's short headers on the channel for 100 ms after the first one
+# (about one RTT of london-ohio): the server has the client's Finished before the move.
+HOLD_VARIANT = ("QUICstep hold 100ms", "QUICstep", "[hold]\ntime_ms = 100\n")
 FIELDS = ["experiment", "profile", "channel_rate_mbit", "round", "mode", "page", "page_bytes",
           "ok", "error", "ttfb_ms", "plt_ms", "protocol", "responses", "non_h3_responses",
           "received_bytes", "channel_bytes", "channel_packets", "wall_s", "qs_moved_native",
@@ -74,13 +79,14 @@ def pcap_packets(path):
 
 class Batch:
     def __init__(self, experiment, profile, channel_rate, page_names, rounds, timeout=180,
-                 work=None):
+                 work=None, variants=None):
         self.experiment, self.profile, self.rate = experiment, profile, channel_rate
         self.page_names, self.rounds, self.timeout = page_names, rounds, timeout
         self.work = tempfile.mkdtemp(prefix="quicstep-pageload-", dir=work)
         os.chmod(self.work, 0o755)
         self.procs = h.Procs()
         self.rows = []
+        self.variants = variants or DEFAULT_VARIANTS
 
     # --- lab --------------------------------------------------------------------------
     def up(self):
@@ -102,7 +108,8 @@ class Batch:
                 raise RuntimeError(f"gtlsserver did not start in {srv}")
         self.pcap = os.path.join(self.work, "provider.pcap")
         self.capture = start_provider_capture(self.procs, self.lab, self.pcap)
-        self.modes = path_modes.PathModes(self.lab, h, self.procs, self.work)
+        self.modes = {label: path_modes.PathModes(self.lab, h, self.procs, self.work, extra)
+                      for label, _, extra in self.variants}
 
     def down(self):
         self.procs.stop_all()
@@ -111,17 +118,19 @@ class Batch:
         lab_helpers.qslab("down", check=False, timeout=120)
         shutil.rmtree(self.work, ignore_errors=True)
 
-    def qsd_status(self):
-        return self.modes.quicstepd_status()
+    def qsd_status(self, label):
+        return self.modes[label].quicstepd_status()
 
     # --- one page load ----------------------------------------------------------------
-    def load(self, round_no, mode, page):
+    def load(self, round_no, mode, page, base_mode=None):
+        """One page load in variant `mode` (its path mode `base_mode`, default the same)."""
+        base_mode = base_mode or mode
         path, size = self.catalogue[page]
         self.last_timing = None
         row = {"experiment": self.experiment, "profile": self.profile,
                "channel_rate_mbit": "" if self.rate is None else self.rate, "round": round_no,
                "mode": mode, "page": page, "page_bytes": size, "ok": 0, "error": ""}
-        before = self.qsd_status() if mode == "QUICstep" else None
+        before = self.qsd_status(mode) if base_mode == "QUICstep" else None
         home = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
         origins = ",".join(f"{host}:443" for host in pages.HOSTS)
         flags = ["--enable-quic", f"--origin-to-force-quic-on={origins}",
@@ -154,7 +163,7 @@ class Batch:
         row["started_unix"], row["wall_s"] = round(t0, 3), round(t1 - t0, 3)
         self._window = (t0, t1)
         if before is not None:
-            after = self.qsd_status()
+            after = self.qsd_status(mode)
             wd0, wd1 = before["watchdog"], after["watchdog"]
             row["qs_moved_native"] = wd1["moved_native"] - wd0["moved_native"]
             row["qs_confirmed"] = wd1["confirmed"] - wd0["confirmed"]
@@ -172,11 +181,11 @@ class Batch:
         """All rounds; returns the rows (channel bytes filled in from the capture)."""
         windows = []
         for r in range(self.rounds):
-            order = MODES[r % 3:] + MODES[:r % 3]
-            for mode in order:
-                with self.modes.using(mode):
+            n = len(self.variants)
+            for label, base, _ in self.variants[r % n:] + self.variants[:r % n]:
+                with self.modes[label].using(base):
                     for page in self.page_names:
-                        self.rows.append(self.load(r, mode, page))
+                        self.rows.append(self.load(r, label, page, base))
                         windows.append(self._window)
                         time.sleep(0.3)  # let the connection's close leave the window
         time.sleep(1.0)

@@ -138,7 +138,7 @@ def write(csv_path, out):
             f"{r['experiment']}/{r['profile']}/{r['channel_rate_mbit']}/{r['mode']}/{r['page']}: "
             f"{r['error']}" for r in failed[:10]), ""]
     non_h3 = [r for r in data.ok if r["protocol"] != "h3" or r["non_h3_responses"] not in ("0", "")]
-    qs = [r for r in data.ok if r["mode"] == "QUICstep"]
+    qs = [r for r in data.ok if r["mode"].startswith("QUICstep")]
     migrated = [r for r in qs if r["qs_moved_native"] not in ("", "0")]
     md += [f"Checks: {len(data.ok) - len(non_h3)}/{len(data.ok)} successful loads used h3 for "
            "the document and every resource (DevTools `Network.responseReceived` protocol, "
@@ -151,6 +151,7 @@ def write(csv_path, out):
     md += table3(data, out)
     md += channel_load(data, out)
     md += diagnosis(data)
+    md += hold(data, out)
     md += timelines(os.path.join(out, "diagnosis.csv"))
     with open(os.path.join(out, "REPORT.md"), "w") as f:
         f.write("\n".join(md) + "\n")
@@ -391,4 +392,48 @@ def timelines(path):
             v = [float(r[f]) for r in rs if r.get(f) not in ("", None, "None")]
             vals.append(ms(med(v)) if v else "–")
         md.append(f"| {profile} | {rate} | {page} | {mode} | {len(rs)} | " + " | ".join(vals) + " |")
+    return md + [""]
+
+
+HOLD = "QUICstep hold 100ms"
+
+
+def hold(data, out):
+    """The `hold` batch: the same loads with quicstepd holding short headers on the channel
+    for 100 ms after the first one, next to the default (move at the first short header)."""
+    keys = data.keys("hold")
+    if not keys:
+        return []
+    modes = (*MODES, HOLD)
+    md = ["## Moving after the handshake: quicstepd's hold (`hold` batch)", "",
+          "Same profile and rate as the targets, a fourth mode: quicstepd with `[hold] time_ms = "
+          "100` (short headers stay on the channel for 100 ms after the flow's first one, about "
+          "one RTT here, so the server has the client's Finished before the move).", "",
+          "| page | TTFB native / VPN / QS / QS hold ms | PLT native / VPN / QS / QS hold ms | "
+          "QS/VPN PLT | hold/VPN PLT | QS/VPN TTFB+PLT | hold/VPN TTFB+PLT | hold channel bytes |",
+          "|---|---|---|---|---|---|---|---|"]
+    for _, profile, rate, page in sorted(keys, key=lambda k: (SIZES + ("many",)).index(k[3])):
+        k4 = ("hold", profile, rate, page)
+        t = [data.median(k4 + (m,), "ttfb_ms") for m in modes]
+        p = [data.median(k4 + (m,), "plt_ms") for m in modes]
+        tot = [a + b for a, b in zip(t, p)]
+        ch = data.median(k4 + (HOLD,), "channel_bytes")
+        md.append(f"| {page} | {' / '.join(ms(x) for x in t)} | {' / '.join(ms(x) for x in p)} | "
+                  f"{fmt(p[2] / p[1])} | {fmt(p[3] / p[1])} | {fmt(tot[2] / tot[1])} | "
+                  f"{fmt(tot[3] / tot[1])} | {ch:,.0f} |")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    k4 = [k for k in keys if k[3] == "1MB"]
+    if k4:
+        for j, field in enumerate(("ttfb_ms", "plt_ms")):
+            for m in modes:
+                cdf(axes[j], data.values(k4[0] + (m,), field), label=m,
+                    color=COLORS.get(m, "tab:purple"))
+            axes[j].set_title(f"1 MB, {k4[0][1]}, 5 Mbit/s: {'TTFB' if j == 0 else 'PLT'}", fontsize=9)
+            axes[j].set_xlabel("ms")
+            axes[j].grid(alpha=0.3)
+        axes[0].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "hold_cdf_1MB.png"), dpi=90)
+        md += ["", "![hold](hold_cdf_1MB.png)"]
+    plt.close(fig)
     return md + [""]

@@ -7,6 +7,8 @@
            5 Mbit/s (paper Tables 2 and 4, Figures 5 and 6)
   table3   the DNS-optimised variant: the server near the client (profiles *-near) against
            the default (server near the provider), 5 Mbit/s (paper Table 3, Figure 9)
+  hold     london-ohio at 5 Mbit/s with a fourth mode, quicstepd holding short headers on the
+           channel for 100 ms (the move after the server completed the handshake)
 
 Each batch (one profile and rate) takes the lab lock /run/qs-helper-lab.lock, brings the lab
 up, runs its rounds and brings it down, so other users of the lab get it between batches.
@@ -35,20 +37,24 @@ TABLE3_PROFILES = ("london-ohio-near", "london-tokyo-near")
 
 
 def plan(args):
-    """(experiment, profile, channel rate or None, pages, rounds) per batch."""
+    """(experiment, profile, channel rate or None, pages, rounds, variants) per batch."""
     sizes = ["10KB", "100KB", "1MB", "10MB"]
     out = []
     if "table5" in args.experiments:
         for rate in RATES:
             # 1 Mbit/s: a 10 MB page through the VPN takes ~90 s a load; fewer rounds.
             rounds = max(2, args.rounds // 2) if rate == 1 else args.rounds
-            out.append(("table5", args.table5_profile, rate, sizes, rounds))
+            out.append(("table5", args.table5_profile, rate, sizes, rounds, None))
     if "table2" in args.experiments:
         for p in TABLE2_PROFILES:
-            out.append(("table2", p, None, ["1MB", "many"], args.rounds))
+            out.append(("table2", p, None, ["1MB", "many"], args.rounds, None))
     if "table3" in args.experiments:
         for p in TABLE3_PROFILES:
-            out.append(("table3", p, None, ["1MB", "many"], args.rounds))
+            out.append(("table3", p, None, ["1MB", "many"], args.rounds, None))
+    if "hold" in args.experiments:
+        import harness
+        out.append(("hold", args.table5_profile, 5, sizes + ["many"], args.rounds,
+                    harness.DEFAULT_VARIANTS + [harness.HOLD_VARIANT]))
     return out
 
 
@@ -64,8 +70,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
-    ap.add_argument("--experiments", nargs="+", default=["table5", "table2", "table3"],
-                    choices=["table5", "table2", "table3"])
+    ap.add_argument("--experiments", nargs="+", default=["table5", "table2", "table3", "hold"],
+                    choices=["table5", "table2", "table3", "hold"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
     ap.add_argument("--table5-profile", default="london-ohio")
     ap.add_argument("--skip-done", action="store_true", help="skip batches already in the CSV")
@@ -79,7 +85,7 @@ def main():
             sys.exit("run_experiments: run as root (network namespaces)")
         import harness
         done = done_batches(csv_path) if args.skip_done else set()
-        for exp, profile, rate, page_names, rounds in plan(args):
+        for exp, profile, rate, page_names, rounds, variants in plan(args):
             key = (exp, profile, "" if rate is None else str(rate))
             if key in done:
                 harness.log(f"skip {key}: already in {csv_path}")
@@ -90,7 +96,7 @@ def main():
                 harness.log(f"waiting for the lab lock {LOCK}")
                 fcntl.flock(lock, fcntl.LOCK_EX)
             t0 = time.time()
-            batch = harness.Batch(exp, profile, rate, page_names, rounds)
+            batch = harness.Batch(exp, profile, rate, page_names, rounds, variants=variants)
             try:
                 batch.up()
                 rows = batch.run()
