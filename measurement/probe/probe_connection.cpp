@@ -133,6 +133,7 @@ std::unique_ptr<ProbeConnection> ProbeConnection::start(const TryOptions& option
 int ProbeConnection::init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp now,
                           std::string* error) {
   started_ = now;
+  last_ts_ = now;
   step_deadline_ = now + options_.step_timeout;
   sock_ = open_connected(options_.local, options_.server, &local_now_, error);
   if (!sock_.valid()) return -1;
@@ -211,9 +212,16 @@ ProbeConnection::~ProbeConnection() {
     ngtcp2_connection_close_error ccerr;
     ngtcp2_connection_close_error_default(&ccerr);
     const auto n = ngtcp2_conn_write_connection_close(conn_, &ps.path, &pi, buf.data(),
-                                                      buf.size(), &ccerr, started_);
-    if (n > 0) sock_.send(buf.data(), static_cast<std::size_t>(n), options_.server,
-                          sockaddr_len(options_.server));
+                                                      buf.size(), &ccerr, last_ts_);
+    if (n > 0) {
+      // On both paths: a server that ignores the new one still frees the connection.
+      sock_.send(buf.data(), static_cast<std::size_t>(n), options_.server,
+                 sockaddr_len(options_.server));
+      if (old_sock_.valid()) {
+        old_sock_.send(buf.data(), static_cast<std::size_t>(n), options_.server,
+                       sockaddr_len(options_.server));
+      }
+    }
   }
   close_sockets();
   if (h3_) nghttp3_conn_del(h3_);
@@ -442,6 +450,7 @@ void ProbeConnection::on_read_error(int rv, ngtcp2_tstamp now) {
 
 void ProbeConnection::on_readable(int fd, ngtcp2_tstamp now) {
   if (finished_) return;
+  last_ts_ = now;
   if (fd == sock_.fd()) {
     read_socket(sock_, false, now);
   } else if (old_sock_.valid() && fd == old_sock_.fd()) {
@@ -482,6 +491,7 @@ void ProbeConnection::fail_step(ngtcp2_tstamp now) {
 
 void ProbeConnection::on_expiry(ngtcp2_tstamp now) {
   if (finished_) return;
+  last_ts_ = now;
   if (now >= step_deadline_) return fail_step(now);
   if (now >= ngtcp2_conn_get_expiry(conn_)) {
     const int rv = ngtcp2_conn_handle_expiry(conn_, now);

@@ -118,6 +118,7 @@ class ProbeConnection {
   TryOutcome outcome_;
   Step step_ = Step::handshake;
   ngtcp2_tstamp started_ = 0;
+  ngtcp2_tstamp last_ts_ = 0;       // the latest time passed in
   ngtcp2_tstamp step_deadline_ = 0;
   std::int64_t first_stream_ = -1;
   std::int64_t second_stream_ = -1;
