@@ -244,7 +244,7 @@ class RunCommand(unittest.TestCase):
         self.assertIn("list line 8: rank is not a positive integer: `x'", p.stderr)
         self.assertIn("bad list lines: 3; duplicates: 1", p.stderr)
         self.assertIn("progress: 309/309", p.stderr)
-        self.assertIn("retrying 1 domains whose DNS lookups timed out (pass 3)", p.stderr)
+        self.assertIn("retrying 1 domains with a DNS lookup that timed out (pass 3)", p.stderr)
         ref = self.classes(whole)
         self.assertEqual(len(ref), 309)
         self.assertEqual(ref["mixed.test"], ("quicstep_compatible", 11))  # list line, not engine's
