@@ -36,6 +36,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "server_testbed"))
+os.environ.setdefault("QS_SRVT_NS", "qs-srvb")  # its own pair: lab tests may run meanwhile
 import srvt_env as env  # noqa: E402
 
 
@@ -160,6 +161,12 @@ def run(args, steering, work, cert, key):
     tot = lambda k: sum(c.get(k, 0) for c in conns)  # noqa: E731
     owned, mis = stats["total"]["owned"], stats["total"]["misdirected"]
     tx_dropped = sum(w["tx_dropped"] for w in stats["workers"])
+    # Datagrams lost between the sockets (whole run, both directions): sent by one side and
+    # never read by the other — socket buffer overflows, the delay line, closed ports.
+    server_tx = sum(w["tx_packets"] for w in stats["workers"])
+    server_rx = sum(w["rx_packets"] for w in stats["workers"])
+    client_tx, client_rx = tot("tx_datagrams"), tot("rx_datagrams")
+    net_lost = max(0, server_tx - client_rx) + max(0, client_tx - server_rx)
     # Packets after migration, both directions: client datagrams sent + server 1-RTT packets
     # received or missing. Lost: client packets ngtcp2 declared lost or the server dropped as
     # misdirected (every misdirected packet follows a migration), server packets missing.
@@ -185,6 +192,10 @@ def run(args, steering, work, cert, key):
         "packets_after_migration": sent_after, "lost_after_migration": lost_after,
         "loss_after_migration": lost_after / max(1, sent_after),
         "rx_old_path_after_migration": tot("rx_old_path_after_migration"),
+        "datagrams": {"server_tx": server_tx, "server_rx": server_rx, "client_tx": client_tx,
+                      "client_rx": client_rx},
+        "datagrams_lost": net_lost,
+        "datagram_loss": net_lost / max(1, server_tx + client_tx),
         "pto_total": tot("pto_count"), "owned": owned, "misdirected": mis,
         "misdirected_share": mis / max(1, owned + mis), "server_tx_dropped": tx_dropped,
         "kernel_backlog_dropped": backlog,
@@ -207,6 +218,8 @@ def line(r):
             f" loss after migration {100 * r['loss_after_migration']:.2f}%"
             f" ({r['lost_after_migration']}/{r['packets_after_migration']}),"
             f" misdirected {100 * r['misdirected_share']:.1f}%,"
+            f" datagrams lost between sockets {100 * r['datagram_loss']:.2f}%"
+            f" ({r['datagrams_lost']}),"
             f" kernel backlog drops {r['kernel_backlog_dropped']}")
 
 

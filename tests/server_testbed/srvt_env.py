@@ -11,14 +11,17 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab"))
 from qslab_lib import peers  # noqa: E402  (certificates and chromium command lines)
 
-NS_S, NS_C = "qs-srvt-s", "qs-srvt-c"
+# QS_SRVT_NS renames the pair (same addresses, separate namespaces): the benchmark uses
+# qs-srvb-* so that a test run elsewhere does not tear its namespaces down mid-run.
+_PREFIX = os.environ.get("QS_SRVT_NS", "qs-srvt")
+NS_S, NS_C = f"{_PREFIX}-s", f"{_PREFIX}-c"
 IF_S, IF_C = "qsvt-s", "qsvt-c"
 S4, S6 = "198.18.210.10", "2001:db8:210::10"
 C4 = ("198.18.210.2", "198.18.210.3")
