@@ -30,6 +30,7 @@ import srvt_env as env
 SERVER = os.environ.get("QS_SERVER", "")
 GATE = os.environ.get("QS_GATE", "")
 TOKEN = os.environ.get("QS_TOKEN", "")
+LOAD = os.environ.get("QS_LOAD", "")
 NS_S, NS_C = "qs-gate-s", "qs-gate-c"
 IF_S, IF_C = "qsgt-s", "qsgt-c"
 S4, S6 = "198.18.220.10", "2001:db8:220::10"
@@ -328,6 +329,37 @@ class RetryGate(unittest.TestCase):
         d = self.gate_delta(before)
         self.assertEqual((d["new_token_valid"], d["forwarded"], d["retry_sent"]), (1, 1, 0), d)
 
+    # --- load through the gate ----------------------------------------------------------------
+
+    def load(self, n, tag):
+        """quicstep-load: n connections at 200/s, 20 kB each; returns how many succeeded."""
+        out = os.path.join(self.work, f"{tag}.json")
+        env.sh("ip", "netns", "exec", NS_C, LOAD, "--server", S4, "--local", C4[0],
+               "--connections", str(n), "--size", "20000", "--migrate-after", "10000",
+               "--migration", "none", "--rate", "200", "--timeout", "20", "--json", out,
+               check=False, timeout=40)
+        with open(out) as f:
+            return sum(1 for c in json.load(f)["connections"] if c["success"])
+
+    @unittest.skipIf(not LOAD or not os.path.exists(LOAD), "QS_LOAD not set")
+    def test_i_quicstep_load_through_the_gate(self):
+        g0, s0 = self.gate4().counters(), self.server4.counters()
+        ok = self.load(200, "load")
+        g1, s1 = self.gate4().counters(), self.server4.counters()
+        print(f"\n  quicstep-load via the gate: {ok}/200 ok, gate Retries "
+              f"{g1['retry_sent'] - g0['retry_sent']}, forwarded "
+              f"{g1['forwarded'] - g0['forwarded']}, verified by workers "
+              f"{wsum(s1, 'token_valid') - wsum(s0, 'token_valid')}", flush=True)
+        self.assertEqual(ok, 200)
+        self.assertGreaterEqual(g1["retry_sent"] - g0["retry_sent"], 200)
+        # A retried Initial from a port still in the allowlist (ports get reused; entries
+        # live 30 s) bypasses the gate, and the worker verifies the gate's token itself.
+        verified = (g1["forwarded"] - g0["forwarded"]) + (wsum(s1, "token_valid") -
+                                                          wsum(s0, "token_valid"))
+        self.assertGreaterEqual(verified, 200)
+        self.assertEqual(g1["dropped"]["queue_full"], g0["dropped"]["queue_full"])
+        self.assertEqual(wsum(s1, "retry_sent"), wsum(s0, "retry_sent"))
+
     # --- fail-open ---------------------------------------------------------------------------
 
     def test_h_fail_open_and_back(self):
@@ -345,6 +377,35 @@ class RetryGate(unittest.TestCase):
         self.assertTrue(ok, "gate back: " + log[-2000:])
         self.assertGreaterEqual(g2["retry_sent"], 1)
         self.assertEqual(wsum(s2, "retry_sent"), wsum(s1, "retry_sent"))
+
+    @unittest.skipIf(not LOAD or not os.path.exists(LOAD), "QS_LOAD not set")
+    def test_j_gate_killed_mid_load_no_connection_lost(self):
+        # 400 connections arriving at 200/s; the gate is killed about 1 s in. Handshakes in
+        # flight finish on the workers (they verify the gate's tokens), later ones get worker
+        # Retries: every connection succeeds.
+        name, listen, server = self.servers[0]
+        s0 = server.counters()
+        out = os.path.join(self.work, "midload.json")
+        p = subprocess.Popen(["ip", "netns", "exec", NS_C, LOAD, "--server", S4, "--local",
+                              C4[0], "--connections", "400", "--size", "20000",
+                              "--migrate-after", "10000", "--migration", "none", "--rate",
+                              "200", "--timeout", "25", "--json", out],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        g = read_json(self.gates[name].stats)
+        self.gates[name].kill()
+        p.wait(timeout=40)
+        s1 = server.counters()
+        with open(out) as f:
+            ok = sum(1 for c in json.load(f)["connections"] if c["success"])
+        print(f"\n  gate killed mid-load: {ok}/400 ok; before the kill the gate sent "
+              f"{g['retry_sent']} Retries and forwarded {g['forwarded']}; afterwards workers "
+              f"sent {wsum(s1, 'retry_sent') - wsum(s0, 'retry_sent')} Retries", flush=True)
+        self.assertEqual(ok, 400)
+        self.assertGreater(g["retry_sent"], 0)  # the gate was serving before it died
+        self.assertGreater(wsum(s1, "retry_sent") - wsum(s0, "retry_sent"), 0)
+        self.assertGreater(s1["bpf"]["gate_absent"] - s0["bpf"]["gate_absent"], 0)
+        self.gates[name] = self.start_gate(name, listen)
 
 
 if __name__ == "__main__":
