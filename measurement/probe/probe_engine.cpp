@@ -1,6 +1,7 @@
 #include "measurement/probe/probe_engine.hpp"
 
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,17 +30,6 @@ std::uint64_t now_ns() {
 }  // namespace
 
 // --- shared pieces ---
-
-std::optional<Target> SharedInput::next() {
-  std::lock_guard lock(mutex_);
-  while (auto line = reader_.next()) {
-    if (line->kind == LineKind::target) return std::move(line->target);
-    std::cerr << "quicstep-probe: input line " << line->target.input_line << ": " << line->reason
-              << '\n';
-    out_.write_line(bad_input_json_line(line->target.input_line, line->reason));
-  }
-  return std::nullopt;
-}
 
 void SharedOutput::write_line(const std::string& line) {
   std::lock_guard lock(mutex_);
@@ -107,7 +97,10 @@ ProbeEngine::ProbeEngine(const ProbeConfig& config, std::size_t max_connections,
       input_(input),
       output_(output),
       admission_(admission),
-      cred_(cred) {}
+      cred_(cred) {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ >= 0) input_.subscribe(wake_fd_);
+}
 
 namespace {
 std::uint64_t timer_id(const void* task) { return reinterpret_cast<std::uintptr_t>(task); }
@@ -118,6 +111,7 @@ ProbeEngine::~ProbeEngine() {
     for (auto& t : d->tasks) t->conn.reset();  // unwatches before epoll_fd_ closes
   }
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);  // precondition: the input's reader has ended
 }
 
 void ProbeEngine::watch(int fd, ProbeConnection* owner) {
@@ -135,12 +129,17 @@ void ProbeEngine::unwatch(int fd) {
 
 void ProbeEngine::take_domains(std::uint64_t now) {
   while (!input_done_ && domains_.size() < max_connections_) {
-    auto target = input_.next();
-    if (!target) {
-      input_done_ = true;
-      return;
+    Target target;
+    switch (input_.try_next(&target)) {
+      case SharedInput::Poll::target:
+        start_domain(std::move(target), now);
+        break;
+      case SharedInput::Poll::empty:
+        return;  // woken through wake_fd_ when more arrives
+      case SharedInput::Poll::exhausted:
+        input_done_ = true;
+        return;
     }
-    start_domain(std::move(*target), now);
   }
 }
 
@@ -396,6 +395,14 @@ bool ProbeEngine::run(std::string* error) {
     *error = std::string("epoll_create1: ") + std::strerror(errno);
     return false;
   }
+  if (wake_fd_ < 0) {
+    *error = std::string("eventfd: ") + std::strerror(errno);
+    return false;
+  }
+  epoll_event wake{};
+  wake.events = EPOLLIN;
+  wake.data.fd = wake_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake);
   int dns_fd = -1;
   if (!config_.static_hosts) {
     dns_ = std::make_unique<DnsClient>(*config_.dns, config_.timeout_ns, error);
@@ -423,7 +430,10 @@ bool ProbeEngine::run(std::string* error) {
     now = now_ns();
     for (int i = 0; i < n; ++i) {
       const int fd = events[static_cast<std::size_t>(i)].data.fd;
-      if (fd == dns_fd) {
+      if (fd == wake_fd_) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] const auto r = ::read(wake_fd_, &count, sizeof(count));
+      } else if (fd == dns_fd) {
         dns_->on_readable(now);
       } else if (auto it = fds_.find(fd); it != fds_.end()) {
         AddressTask* t = owners_.at(it->second);

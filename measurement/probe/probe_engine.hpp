@@ -19,23 +19,11 @@
 #include "measurement/probe/dns_client.hpp"
 #include "measurement/probe/probe_config.hpp"
 #include "measurement/probe/probe_connection.hpp"
+#include "measurement/probe/shared_input.hpp"
 #include "measurement/probe/target_input.hpp"
 #include "measurement/probe/timer_queue.hpp"
 
 namespace quicstep::measurement::probe {
-
-// The input, shared by every engine (read lazily, under a lock). Bad lines are reported
-// here: on stderr and as a bad_input record.
-class SharedInput {
- public:
-  SharedInput(std::istream& in, class SharedOutput& out) : reader_(in), out_(out) {}
-  std::optional<Target> next();
-
- private:
-  std::mutex mutex_;
-  TargetReader reader_;
-  SharedOutput& out_;
-};
 
 class SharedOutput {
  public:
@@ -67,6 +55,8 @@ class ProbeEngine : public FdRegistry {
   ProbeEngine(const ProbeConfig& config, std::size_t max_connections, SharedInput& input,
               SharedOutput& output, SharedAdmission& admission,
               gnutls_certificate_credentials_t cred);
+  // Precondition: the input's reader thread has ended (SharedInput::join), since it
+  // writes to this engine's eventfd.
   ~ProbeEngine() override;
   // Runs until the input is exhausted and every domain is written. false on a setup error
   // (*error says why).
@@ -100,6 +90,7 @@ class ProbeEngine : public FdRegistry {
   SharedAdmission& admission_;
   gnutls_certificate_credentials_t cred_;
   int epoll_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: the input has targets again, or ended
   std::unique_ptr<DnsClient> dns_;
   std::vector<std::unique_ptr<Domain>> domains_;
   std::deque<AddressTask*> ready_;                       // waiting for admission

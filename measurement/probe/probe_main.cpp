@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -165,6 +166,7 @@ int main(int argc, char** argv) {
     engines.push_back(
         std::make_unique<ProbeEngine>(config, per_thread, input, output, admission, cred));
   }
+  input.start();
   std::vector<std::thread> threads;
   std::vector<std::string> errors(config.threads);
   for (std::size_t i = 0; i < config.threads; ++i) {
@@ -175,10 +177,16 @@ int main(int argc, char** argv) {
     });
   }
   for (auto& t : threads) t.join();
+  const bool failed = std::any_of(errors.begin(), errors.end(),
+                                  [](const std::string& e) { return !e.empty(); });
+  if (failed) {
+    // The reader may wait for room that no loop will make: leave without joining it.
+    std::fflush(out);
+    std::_Exit(1);
+  }
+  input.join();
   engines.clear();
   gnutls_certificate_free_credentials(cred);
   if (out != stdout) std::fclose(out);
-  const bool failed = std::any_of(errors.begin(), errors.end(),
-                                  [](const std::string& e) { return !e.empty(); });
-  return failed ? 1 : 0;
+  return 0;
 }

@@ -6,6 +6,7 @@ the documented ones, by majority over three tries, and the same through DNS.
 """
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -150,6 +151,33 @@ class ProbeLabels(unittest.TestCase):
             self.assertEqual([tests[k]["label"] for k in sorted(tests)], ["pass"] * 3, r)
         self.assertGreaterEqual(wall, 2.7)
         self.assertLess(wall, 15)
+
+    def test_slow_input_does_not_stall_probes(self):
+        # The driver may feed lines slowly: a domain in flight finishes (and its record is
+        # written) while the prober still waits for the next line.
+        cmd = ["ip", "netns", "exec", env.NS_C, PROBE, "--static-hosts", self.hosts,
+               "--no-www", "--family", "4", "--tries", "1", "--threads", "1"]
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            p.stdin.write("full.test\n")
+            p.stdin.flush()
+            # stdin still open: the record must come anyway, within a few seconds.
+            ready, _, _ = select.select([p.stdout], [], [], 5)
+            self.assertTrue(ready, "no record while the input is still open")
+            first = json.loads(p.stdout.readline())
+            self.assertEqual(first["domain"], "full.test")
+            p.stdin.write("gtls.test\n")
+            p.stdin.close()
+            second = json.loads(p.stdout.readline())
+            self.assertEqual(second["domain"], "gtls.test")
+            self.assertEqual(p.wait(timeout=30), 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+            p.stderr.close()
 
 
 if __name__ == "__main__":
