@@ -112,7 +112,24 @@ static __always_inline int qs_allowlisted(struct sk_reuseport_md *ctx) {
   return 1;
 }
 
-/* Gate mode: v1 Initials of flows not allowlisted go to the gate's socket; everything else
+/* 1 when a v1 Initial (buf: its first octets) carries a token: the Token Length varint after
+ * the SCID is not 0. Loaded at a variable offset (the helper checks bounds). */
+static __always_inline int qs_initial_has_token(struct sk_reuseport_md *ctx, const __u8 *buf) {
+  __u8 b = 0;
+  __u32 dcid_len = buf[5];
+  if (dcid_len > QS_STEER_MAX_CID_LEN) return 0;
+  __u32 off = UDP_HDR_LEN + 6 + dcid_len;
+  if (bpf_skb_load_bytes(ctx, off, &b, 1) != 0) return 0;
+  __u32 scid_len = b;
+  if (scid_len > QS_STEER_MAX_CID_LEN) return 0;
+  off += 1 + scid_len;
+  if (bpf_skb_load_bytes(ctx, off, &b, 1) != 0) return 0;
+  return b != 0;
+}
+
+/* Gate mode: v1 Initials go to the gate's socket, except those with a token from an
+ * allowlisted flow (a token-less Initial always goes to the gate, even from an allowlisted
+ * address and port: ports get reused, and a spoofer may use a verified flow's); everything else
  * goes to a worker (by DCID, or by the DCID hash when the DCID is not ours), never to the
  * kernel's hash, which could pick the gate's socket. */
 static __always_inline int qs_gate_select(struct sk_reuseport_md *ctx, const __u8 *buf,
@@ -122,7 +139,7 @@ static __always_inline int qs_gate_select(struct sk_reuseport_md *ctx, const __u
   struct qs_steer_config *cfg = bpf_map_lookup_elem(&qs_config, &zero);
   if (!cfg) return SK_PASS;
   if (qs_steer_is_v1_initial(buf, payload_len)) {
-    if (qs_allowlisted(ctx)) {
+    if (qs_initial_has_token(ctx, buf) && qs_allowlisted(ctx)) {
       if (cnt) cnt->allowlisted++;
     } else {
       __u32 gate = QS_GATE_SLOT;

@@ -65,7 +65,7 @@ std::vector<std::uint8_t> build_initial(const std::vector<std::uint8_t>& dcid,
 // Sends pkt `times` times to host:port, each from a new socket (a new source port), gap_ms
 // apart. false on a socket error.
 bool send_initials(const std::string& host, std::uint16_t port, const std::vector<std::uint8_t>& pkt,
-                   int times, int gap_ms, bool same_port) {
+                   int times, int gap_ms, bool same_port, const std::string& from) {
   sockaddr_storage to{};
   socklen_t to_len = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&to);
@@ -84,8 +84,28 @@ bool send_initials(const std::string& host, std::uint16_t port, const std::vecto
   int fd = -1;
   for (int i = 0; i < times; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
-    if (fd < 0) fd = socket(to.ss_family, SOCK_DGRAM, 0);
-    if (fd < 0) return false;
+    if (fd < 0) {
+      fd = socket(to.ss_family, SOCK_DGRAM, 0);
+      if (fd < 0) return false;
+      if (!from.empty()) {  // the source address the token is bound to
+        sockaddr_storage src{};
+        auto* s4 = reinterpret_cast<sockaddr_in*>(&src);
+        auto* s6 = reinterpret_cast<sockaddr_in6*>(&src);
+        bool ok = false;
+        if (to.ss_family == AF_INET && inet_pton(AF_INET, from.c_str(), &s4->sin_addr) == 1) {
+          s4->sin_family = AF_INET;
+          ok = bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof(*s4)) == 0;
+        } else if (to.ss_family == AF_INET6 &&
+                   inet_pton(AF_INET6, from.c_str(), &s6->sin6_addr) == 1) {
+          s6->sin6_family = AF_INET6;
+          ok = bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof(*s6)) == 0;
+        }
+        if (!ok) {
+          close(fd);
+          return false;
+        }
+      }
+    }
     const bool ok = sendto(fd, pkt.data(), pkt.size(), 0, reinterpret_cast<sockaddr*>(&to),
                            to_len) == static_cast<ssize_t>(pkt.size());
     if (!same_port || !ok) {
@@ -117,6 +137,8 @@ int main(int argc, char** argv) {
                  "--send: send this token (PEM QUIC TOKEN, e.g. gtlsclient's --token-file) "
                  "instead of minting one");
   app.add_flag("--same-port", same_port, "--send: every Initial from one socket (one port)");
+  std::string send_from;
+  app.add_option("--from", send_from, "--send: source address to bind (default: the route's)");
   app.add_option("--odcid", odcid_hex, "Retry: original DCID, hex (0-20 octets)");
   app.add_option("--rscid", rscid_hex, "Retry: Retry SCID = the client's next DCID, hex");
   app.add_option("--age-ms", age_ms, "issue the token this many ms in the past");
@@ -147,7 +169,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     const auto pkt = build_initial(dcid, given);
-    return !pkt.empty() && send_initials(send_host, send_port, pkt, send_times, send_gap_ms, same_port)
+    return !pkt.empty() && send_initials(send_host, send_port, pkt, send_times, send_gap_ms, same_port, send_from)
                ? 0 : 1;
   }
   if (client.empty()) {
@@ -198,7 +220,7 @@ int main(int argc, char** argv) {
     }
     const auto pkt = build_initial(dcid, {tok.data(), n});
     if (pkt.empty() ||
-        !send_initials(send_host, send_port, pkt, send_times, send_gap_ms, same_port)) {
+        !send_initials(send_host, send_port, pkt, send_times, send_gap_ms, same_port, send_from)) {
       std::cerr << "quicstep-token: could not send to `" << send_host << "'\n";
       return 1;
     }

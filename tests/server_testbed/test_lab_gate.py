@@ -164,10 +164,10 @@ class RetryGate(unittest.TestCase):
         cls.server6 = cls.servers[1][2]
 
     @classmethod
-    def start_gate(cls, name, listen):
+    def start_gate(cls, name, listen, *extra):
         return Proc(cls.work, f"gate-{name}", [GATE, "--gate", name, "--listen", listen,
                                                "--master-key", cls.master, "--duration",
-                                               "170", "--new-token-lifetime", "60"])
+                                               "170", "--new-token-lifetime", "60", *extra])
 
     @classmethod
     def tearDownClass(cls):
@@ -231,10 +231,12 @@ class RetryGate(unittest.TestCase):
     # takes the file's size before seeking to the end), so tokens are sent by quicstep-token:
     # a real v1 Initial (header, token, AEAD) from the client namespace.
 
-    def send(self, *args, client=C4[0], dcid=None):
+    def send(self, *args, client=C4[0], dcid=None, server=S4):
         dcid = dcid or os.urandom(8).hex()
-        env.sh("ip", "netns", "exec", NS_C, TOKEN, "--master-key", self.master, "--send", S4,
-               "--dcid", dcid, *args, *([] if "--token-pem" in args else ["--client", client]))
+        source = C4[0] if server == S4 else C6[0]
+        env.sh("ip", "netns", "exec", NS_C, TOKEN, "--master-key", self.master, "--send", server,
+               "--from", source, "--dcid", dcid, *args,
+               *([] if "--token-pem" in args else ["--client", client]))
 
     def gate_delta(self, before):
         after = self.gate4().counters()
@@ -406,6 +408,22 @@ class RetryGate(unittest.TestCase):
         self.assertGreater(wsum(s1, "retry_sent") - wsum(s0, "retry_sent"), 0)
         self.assertGreater(s1["bpf"]["gate_absent"] - s0["bpf"]["gate_absent"], 0)
         self.gates[name] = self.start_gate(name, listen)
+
+    def test_k_allowlist_entries_expire(self):
+        # The IPv6 gate again with a 1 s allowlist TTL: a verified flow's next Initial 0.3 s
+        # later bypasses the gate, one 1.5 s later goes through it again.
+        name, listen, server = self.servers[1]
+        self.gates[name].stop()
+        self.gates[name] = self.start_gate(name, listen, "--allowlist-ttl", "1")
+        gate = self.gates[name]
+        for gap, via_gate in (("300", 1), ("1500", 2)):
+            g0, s0 = gate.counters(), server.counters()
+            self.send("--type", "new_token", "--same-port", "--times", "2", "--gap-ms", gap,
+                      client=C6[0], server=S6)
+            g1, s1 = gate.counters(), server.counters()
+            self.assertEqual(g1["forwarded"] - g0["forwarded"], via_gate, (gap, g1, s1["bpf"]))
+            self.assertEqual(s1["bpf"]["allowlisted"] - s0["bpf"]["allowlisted"], 2 - via_gate,
+                             gap)
 
 
 if __name__ == "__main__":
