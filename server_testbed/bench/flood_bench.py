@@ -35,9 +35,12 @@ import flood_env as env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(HERE, "..", "tcp", "https_probe.py")
-QUIC_MODES = ("noretry", "retry", "gate")
+QUIC_MODES = ("noretry", "retry", "gate", "gate-cpu1")
 TCP_MODES = ("none", "cookies", "synproxy")
 SUCCESS_TARGET = 0.99
+# The server side and the legitimate client run at nice -10: the generator (nice 0) must not
+# starve them by priority, nor must other work on this shared machine (builds).
+DEFENDER_NICE = -10
 
 SYNPROXY_RULES = """
 table inet qs_fld_synproxy {
@@ -80,18 +83,23 @@ def sum_workers(stats, key):
     return sum(w.get(key, 0) for w in stats.get("workers", [])) if stats else 0
 
 
-def start_flood(args, bins, work, variant, rate, seconds, target=env.S4, port=443):
+def start_flood(args, bins, work, variant, rate, seconds, pool=0, target=env.S4, port=443):
+    """pool > 0: that many Initials built before the clock starts and cycled (the generator
+    then reaches ~2x the rate); only for stateless defences, where a repeated DCID costs the
+    same as a new one. pool = 0: a fresh DCID and ClientHello for every packet."""
     if rate <= 0:
         return None
     sources = env.SPOOF4 if ":" not in target else env.SPOOF6
-    return env.Proc(env.NS_C, "1", [bins["flood"], "--target", target, "--port", str(port),
-                                    "--sources", sources, "--variant", variant,
-                                    "--rate", str(rate), "--count", str(int(rate * seconds) + 1),
-                                    "--duration", str(seconds),
-                                    # about a second of distinct Initials, built before the
-                                    # clock starts: the generator then reaches ~2x the rate
-                                    "--pool", str(min(32768, int(rate) + 1))],
-                    os.path.join(work, "flood.log"))
+    log = os.path.join(work, "flood.log")
+    flood = env.Proc(env.NS_C, "1", [bins["flood"], "--target", target, "--port", str(port),
+                                     "--sources", sources, "--variant", variant,
+                                     "--rate", str(rate), "--count", str(int(rate * seconds) + 1),
+                                     "--duration", str(seconds), "--pool", str(pool)], log)
+    # the pool (and a replay token) come first: the clock starts when it says "started"
+    if not env.wait_text(log, "quicstep-flood: started", flood):
+        flood.stop()
+        raise RuntimeError(f"quicstep-flood did not start: {log}")
+    return flood
 
 
 def stop_flood(flood):
@@ -114,27 +122,30 @@ def quic_point(args, bins, work, cert, key, mode, rate, variant="initial"):
     if mode == "retry":
         extra = ["--retry"] + (["--master-key", args.master_key] if args.server_has_master_key
                                else [])
-    elif mode == "gate":
+    elif mode.startswith("gate"):
         extra = ["--gate", name, "--master-key", args.master_key]
     server = env.Proc(env.NS_S, "0", [bins["server"], "--listen", f"{env.S4}:443", "--cert", cert,
                                       "--key", key, "--workers", "1", "--pin", "--stats-file",
                                       stats_file, "--duration", "90", "--idle-timeout-ms", "3000",
-                                      *extra], os.path.join(point, "server.log"))
+                                      *extra], os.path.join(point, "server.log"), nice=DEFENDER_NICE)
     gate = flood = None
     try:
         if not env.wait_file(stats_file, server):
             raise RuntimeError(f"quicstep-server did not start: {point}/server.log")
-        if mode == "gate":
-            gate = env.Proc(env.NS_S, "1", [bins["gate"], "--gate", name, "--listen",
-                                            f"{env.S4}:443", "--master-key", args.master_key,
-                                            "--cpu", "1", "--stats-file",
+        if mode.startswith("gate"):
+            gate_cpu = "1" if mode == "gate-cpu1" else "0"
+            gate = env.Proc(env.NS_S, gate_cpu, [bins["gate"], "--gate", name, "--listen",
+                                                 f"{env.S4}:443", "--master-key", args.master_key,
+                                                 "--cpu", gate_cpu, "--stats-file",
                                             os.path.join(point, "gate.json"), "--duration", "90"],
-                            os.path.join(point, "gate.log"))
+                            os.path.join(point, "gate.log"), nice=DEFENDER_NICE)
             if not env.wait_file(os.path.join(point, "gate.json"), gate):
                 raise RuntimeError(f"quicstep-gate did not start: {point}/gate.log")
         window = args.seconds
-        flood = start_flood(args, bins, point, variant, rate, 1.0 + window + 4)
-        time.sleep(0.8 if flood else 0.1)
+        # Without Retry every distinct DCID is a new connection: never repeat one there.
+        pool = 0 if mode == "noretry" else min(32768, int(rate) + 1)
+        flood = start_flood(args, bins, point, variant, rate, 1.0 + window + 4, pool)
+        time.sleep(0.5 if flood else 0.1)
         for p in (server, gate, flood):
             if p:
                 p.mark()
@@ -144,7 +155,8 @@ def quic_point(args, bins, work, cert, key, mode, rate, variant="initial"):
                                         "--connections", str(connections), "--rate",
                                         str(args.legit_rate), "--size", "1000", "--migration",
                                         "none", "--timeout", str(int(window + 3)), "--json",
-                                        load_json], os.path.join(point, "load.log"))
+                                        load_json], os.path.join(point, "load.log"),
+                        nice=DEFENDER_NICE)
         time.sleep(window)
         cpu = {n: (p.cpu_share() if p else 0.0) for n, p in
                (("server", server), ("gate", gate), ("flood", flood))}
@@ -207,7 +219,7 @@ def tcp_point(args, bins, work, cert, key, mode, rate):
     set_tcp_mode(mode)
     https = env.Proc(env.NS_S, "0", [bins["https"], "--listen", f"{env.S4}:443", "--cert", cert,
                                      "--key", key, "--duration", "90"],
-                     os.path.join(point, "https.log"))
+                     os.path.join(point, "https.log"), nice=DEFENDER_NICE)
     flood = None
     try:
         deadline = time.time() + 5
@@ -217,14 +229,15 @@ def tcp_point(args, bins, work, cert, key, mode, rate):
         before = netstat(env.NS_S)
         window = args.seconds
         flood = start_flood(args, bins, point, "syn", rate, 1.0 + window + 4)
-        time.sleep(0.8 if flood else 0.1)
+        time.sleep(0.5 if flood else 0.1)
         for p in (https, flood):
             if p:
                 p.mark()
         probe = env.Proc(env.NS_C, "1", ["python3", PROBE, "--server", env.S4, "--rate",
                                          str(args.legit_rate), "--requests",
                                          str(max(1, int(args.legit_rate * window))),
-                                         "--timeout", "3"], os.path.join(point, "probe.log"))
+                                         "--timeout", "3"], os.path.join(point, "probe.log"),
+                         nice=DEFENDER_NICE)
         time.sleep(window)
         cpu = {n: (p.cpu_share() if p else 0.0) for n, p in (("https", https), ("flood", flood))}
         probe.proc.wait(timeout=window + 20)
@@ -306,12 +319,18 @@ def survived(rows, mode):
     return best
 
 
+NOMINAL_CORES = {"noretry": 1, "retry": 1, "gate": 1, "gate-cpu1": 2}
+
+
 def report(quic, tcp, args, bins):
     lines = ["# Flood benchmark", "",
              f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-             f"{args.seconds} s per point, legitimate arrivals {args.legit_rate}/s; "
-             "workers / quicstep-https on CPU 0; generator, legitimate client"
-             + (" and gate" if bins["gate"] else "") + " on CPU 1.", ""]
+             f"{args.seconds} s per point, legitimate arrivals {args.legit_rate}/s "
+             "(quicstep-load, GET /bytes/1000, latency = connection start to last byte). "
+             "Pinning: quicstep-server (1 worker) and quicstep-https on CPU 0; `gate`: "
+             "quicstep-gate on CPU 0 too (one core for the whole server side, as in the other "
+             "modes); `gate-cpu1`: quicstep-gate on CPU 1. Generator and legitimate "
+             "client on CPU 1. Server side and legitimate client at nice -10, generator at nice 0. CPU columns: share of one core from /proc/<pid>/stat.", ""]
     if quic:
         lines += ["## QUIC handshake flood (encrypted v1 Initials, spoofed sources)", "",
                   "| mode | variant | attack pps | success | p50 ms | p99 ms | p99.9 ms | "
@@ -322,21 +341,57 @@ def report(quic, tcp, args, bins):
                          f"{r['latency_ms_p99']} | {r['latency_ms_p999']} | {r['cpu_server']} | "
                          f"{r['cpu_gate']} | {r['cpu_flood']} |")
         top = max((r["attack_pps"] for r in quic), default=0)
-        lines += ["", f"Highest attack rate the generator reached: {top:.0f} pps.", ""]
+        lines += ["", f"Highest attack rate the generator reached: {top:.0f} pps.", "",
+                  "Survived = highest achieved attack rate with legitimate success >= 99% at it "
+                  "and at every lower rate measured.", ""]
         surv = {m: survived(quic, m) for m in QUIC_MODES if any(r["mode"] == m for r in quic)}
         for m, v in surv.items():
-            capped = v >= top * 0.95 and top > 0
-            lines.append(f"- {m}: legitimate success >= 99% up to {v:.0f} pps"
-                         + (" (the highest rate reached: a lower bound)" if capped else ""))
-        if "gate" in surv and surv.get("noretry"):
-            lines.append(f"- gate / no Retry: {surv['gate'] / max(1, surv['noretry']):.1f}x "
-                         "(target >= 10x)")
-        if "gate" in surv and surv.get("retry"):
-            lines.append(f"- gate / host Retry, nominal cores (2 vs 1): "
-                         f"{surv['gate'] / 2 / max(1, surv['retry']):.1f}x per core (target >= 2x)")
-        if surv.get("retry") and surv.get("noretry"):
-            lines.append(f"- host Retry / no Retry: {surv['retry'] / max(1, surv['noretry']):.1f}x")
-        if "gate" not in surv:
+            mode_top = max(r["attack_pps"] for r in quic if r["mode"] == m)
+            capped = v >= mode_top * 0.95 and mode_top > 0
+            lines.append(f"- {m}: survived {v:.0f} pps ({NOMINAL_CORES[m]} core"
+                         f"{'s' if NOMINAL_CORES[m] > 1 else ''}; "
+                         f"{v / NOMINAL_CORES[m]:.0f} pps per core)"
+                         + (" - the highest rate this mode's generator reached: a lower bound"
+                            if capped else ""))
+        base = surv.get("noretry") or 0
+        host = surv.get("retry") or 0
+        for g in ("gate", "gate-cpu1"):
+            if g not in surv:
+                continue
+            if base:
+                lines.append(f"- {g} / no Retry: {surv[g] / base:.1f}x (target >= 10x)")
+            if host:
+                per_core = (surv[g] / NOMINAL_CORES[g]) / host
+                lines.append(f"- {g} / host Retry per core: {per_core:.2f}x (target >= 2x)")
+        if host and base:
+            lines.append(f"- host Retry / no Retry: {host / base:.1f}x")
+        lines += ["", "Server-side CPU cost per attack packet (CPU of worker + gate over the "
+                  "window, less that of the same mode without a flood, divided by the attack "
+                  "packets of the window), at each mode's "
+                  "highest flooded point that still had >= 99% success, and the rate one core would absorb at that cost "
+                  "(an extrapolation, not a measured survival rate):", ""]
+        cost = {}
+        for m in surv:
+            pts = [r for r in quic if r["mode"] == m and r["variant"] == "initial"
+                   and r["attack_pps"] > 0]
+            if not pts:
+                continue
+            # where the server still kept up (beyond that, drops in the socket make it cheap)
+            held = [r for r in pts if r["success_rate"] >= SUCCESS_TARGET] or pts
+            r = max(held, key=lambda r: r["attack_pps"])
+            idle = [b for b in quic if b["mode"] == m and b["attack_pps"] == 0]
+            base = (idle[0]["cpu_server"] + idle[0]["cpu_gate"]) if idle else 0.0
+            cpu = max(0.0, r["cpu_server"] + r["cpu_gate"] - base)  # legitimate load removed
+            cost[m] = 1e6 * cpu / r["attack_pps"]
+            lines.append(f"- {m}: {cost[m]:.1f} us per packet at {r['attack_pps']:.0f} pps "
+                         f"(worker {r['cpu_server']}, gate {r['cpu_gate']} of a core) -> "
+                         f"~{1e6 / max(cost[m], 1e-3):.0f} pps per core")
+        for g in ("gate", "gate-cpu1"):
+            if g in cost and "retry" in cost:
+                lines.append(f"- {g} vs host Retry, per-core capacity from CPU cost: "
+                             f"{cost['retry'] / cost[g]:.2f}x")
+        lines.append("")
+        if not any(m.startswith("gate") for m in surv):
             lines.append("- gate: not measured (no quicstep-gate binary in the build)")
         lines.append("")
     if tcp:
@@ -348,23 +403,48 @@ def report(quic, tcp, args, bins):
                          f"{r['latency_ms_p50']} | {r['latency_ms_p99']} | {r['latency_ms_p999']} | "
                          f"{r['cpu_server']} | {r['syncookies_sent']} | {r['listen_drops']} |")
         lines.append("")
+    if args.failed_points:
+        lines += ["## Points that failed", ""] + [f"- {p}" for p in args.failed_points] + [""]
     return "\n".join(lines)
+
+
+def measure(rows, label, point, args, *rest):
+    """Runs one point; a failed point is reported and skipped (the exit code says so)."""
+    try:
+        rows.append(point(args, *rest))
+        print(json.dumps(rows[-1]), flush=True)
+    except Exception as e:  # noqa: BLE001 - one broken point must not lose the others
+        args.failed_points.append(f"{label}: {e}")
+        print(f"flood_bench: point {label} failed: {e}", file=sys.stderr, flush=True)
+    time.sleep(args.pause)
 
 
 def parse_rates(text):
     return [int(float(x)) for x in text.split(",") if x.strip()]
 
 
+def ensure_matplotlib():
+    """Re-executes under Debian's python3 when this interpreter has no matplotlib (a pyenv
+    python, say): python3-matplotlib is what scripts/install.sh installs."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        system = "/usr/bin/python3"
+        if os.path.realpath(sys.executable) != os.path.realpath(system) and os.access(system, os.X_OK):
+            os.execv(system, [system, os.path.abspath(__file__), *sys.argv[1:]])
+
+
 def main():
+    ensure_matplotlib()
     p = argparse.ArgumentParser(description="QUIC handshake and TCP SYN flood benchmark")
     p.add_argument("--build", required=True, help="build directory (RelWithDebInfo for figures)")
     p.add_argument("--out", default="/tmp/qs-flood-bench")
     p.add_argument("--gate-binary", help="quicstep-gate (default: found in --build)")
     p.add_argument("--modes", default=",".join(QUIC_MODES))
     p.add_argument("--tcp-modes", default=",".join(TCP_MODES))
-    p.add_argument("--rates", default="0,1000,3000,10000,30000,60000,100000,150000",
+    p.add_argument("--rates", default="0,1000,3000,10000,30000,60000,100000,200000,1000000",
                    help="QUIC attack rates (pps), 0 = no flood")
-    p.add_argument("--tcp-rates", default="0,1000,10000,50000,100000")
+    p.add_argument("--tcp-rates", default="0,100,1000,10000,50000,100000,1000000")
     p.add_argument("--variants", default="garbage,forged,replay",
                    help="extra QUIC variants, measured once per mode at --variant-rate")
     p.add_argument("--variant-rate", type=int, default=30000)
@@ -382,9 +462,9 @@ def main():
     args.server_has_master_key = "--master-key" in env.sh(bins["server"], "--help",
                                                           check=False).stdout
     modes = [m for m in args.modes.split(",") if m]
-    if "gate" in modes and not bins["gate"]:
-        print("flood_bench: no quicstep-gate in the build: gate mode skipped", file=sys.stderr)
-        modes.remove("gate")
+    if not bins["gate"] and any(m.startswith("gate") for m in modes):
+        print("flood_bench: no quicstep-gate in the build: gate modes skipped", file=sys.stderr)
+        modes = [m for m in modes if not m.startswith("gate")]
     os.makedirs(args.out, exist_ok=True)
     work = env.tempdir()
     args.master_key = os.path.join(work, "master.key")
@@ -392,26 +472,24 @@ def main():
         f.write(os.urandom(32))
     os.chmod(args.master_key, 0o600)
     quic, tcp = [], []
+    args.failed_points = []
     env.up()
     try:
         cert, key = env.make_cert(work)
         if not args.no_quic:
             for mode in modes:
-                for rate in parse_rates(args.rates):
-                    quic.append(quic_point(args, bins, work, cert, key, mode, rate))
-                    print(json.dumps(quic[-1]), flush=True)
-                    time.sleep(args.pause)
-                for variant in [v for v in args.variants.split(",") if v]:
-                    quic.append(quic_point(args, bins, work, cert, key, mode, args.variant_rate,
-                                           variant))
-                    print(json.dumps(quic[-1]), flush=True)
-                    time.sleep(args.pause)
+                points = [(rate, "initial") for rate in parse_rates(args.rates)]
+                # replay needs a token from a real Retry: not in noretry mode
+                points += [(args.variant_rate, v) for v in args.variants.split(",")
+                           if v and not (v == "replay" and mode == "noretry")]
+                for rate, variant in points:
+                    measure(quic, f"{mode} {variant} {rate}", quic_point, args, bins, work, cert,
+                            key, mode, rate, variant)
         if not args.no_tcp:
             for mode in [m for m in args.tcp_modes.split(",") if m]:
                 for rate in parse_rates(args.tcp_rates):
-                    tcp.append(tcp_point(args, bins, work, cert, key, mode, rate))
-                    print(json.dumps(tcp[-1]), flush=True)
-                    time.sleep(args.pause)
+                    measure(tcp, f"tcp {mode} {rate}", tcp_point, args, bins, work, cert, key,
+                            mode, rate)
     finally:
         env.down()
         env.rmtree(work)
@@ -426,6 +504,10 @@ def main():
     with open(os.path.join(args.out, "flood_report.md"), "w") as f:
         f.write(text + "\n")
     print(text)
+    if args.failed_points:
+        print("flood_bench: failed points:\n  " + "\n  ".join(args.failed_points),
+              file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

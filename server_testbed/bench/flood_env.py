@@ -63,6 +63,15 @@ def up():
     for ns in (NS_S, NS_C):  # the attacker's spoofed sources must not be forwarded anywhere
         netns(ns, "sysctl", "-qw", "net.ipv4.ip_forward=0")
         netns(ns, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=0")
+    # Neighbours resolved before any flood: a raw-socket burst towards an unresolved
+    # neighbour is mostly dropped (only unres_qlen packets wait), and IPv6 needs the
+    # link-local addresses through DAD first.
+    for address in (S4, S6):
+        deadline = time.time() + 10
+        while netns(NS_C, "ping", "-c1", "-W1", address, check=False).returncode != 0:
+            if time.time() > deadline:
+                raise RuntimeError(f"{NS_C} cannot reach {address}")
+            time.sleep(0.2)
 
 
 def make_cert(workdir):
@@ -86,15 +95,17 @@ def cpu_seconds(pid):
 class Proc:
     """A long-running process in a namespace, pinned with taskset; ended by PID."""
 
-    def __init__(self, ns, cpus, cmd, log_path):
+    def __init__(self, ns, cpus, cmd, log_path, nice=0):
         self.log = open(log_path, "w")
-        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "taskset", "-c", cpus, *cmd],
+        prefix = ["nice", "-n", str(nice)] if nice else []
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "taskset", "-c", cpus, *prefix,
+                                      *cmd],
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.cpu0, self.t0 = None, None
 
     @property
     def pid(self):
-        return self.proc.pid  # ip netns exec and taskset exec: the PID is the program's
+        return self.proc.pid  # ip netns exec, taskset and nice exec: the PID is the program's
 
     def alive(self):
         return self.proc.poll() is None
@@ -120,6 +131,22 @@ class Proc:
             out, _ = self.proc.communicate()
         self.log.close()
         return self.proc.returncode, out or ""
+
+
+def wait_text(path, text, proc, seconds=15):
+    """Waits until the file at `path` contains `text` (a log line); False if proc exits."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with open(path) as f:
+                if text in f.read():
+                    return True
+        except OSError:
+            pass
+        if not proc.alive():
+            return False
+        time.sleep(0.05)
+    return False
 
 
 def last_json(text):

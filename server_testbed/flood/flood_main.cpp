@@ -222,6 +222,11 @@ int main(int argc, char** argv) {
   std::vector<iovec> iov(batch);
   std::vector<mmsghdr> msgs(batch);
 
+  // Tells a driver that the flood starts now (after any pool was built): one line on stderr.
+  std::cerr << "quicstep-flood: started" << std::endl;
+  // Paced: at most ~1 ms of packets per sendmmsg, so that a low rate is not sent as bursts.
+  const unsigned paced_batch =
+      rate > 0 ? std::clamp(static_cast<unsigned>(rate / 1000), 1u, batch) : batch;
   Totals totals;
   const double start = now_s();
   const double end = start + duration;
@@ -230,7 +235,7 @@ int main(int argc, char** argv) {
     const std::uint64_t done = totals.sent + totals.send_errors;
     if (rate > 0) sleep_until(start + static_cast<double>(done) / rate);
     if (now_s() >= end) break;
-    const auto n = static_cast<unsigned>(std::min<std::uint64_t>(batch, count - done));
+    const auto n = static_cast<unsigned>(std::min<std::uint64_t>(paced_batch, count - done));
     for (unsigned i = 0; i < n; ++i) {
       fl::Endpoints ends{fl::random_address(*sources, rng), target->base,
                          static_cast<std::uint16_t>(1024 + rng() % 64511),
