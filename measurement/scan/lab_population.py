@@ -190,18 +190,21 @@ class Population:
 
     def __init__(self, workdir: str, server_bin: str, scale: float = 1.0, workers: int = 1,
                  counts: Optional[Dict[str, int]] = None):
-        self.workdir, self.server_bin, self.workers = workdir, server_bin, workers
+        self.workdir, self.workers = os.path.abspath(workdir), workers
+        self.server_bin = os.path.abspath(server_bin) if server_bin else server_bin
         self.domains = domains(scale, counts)
         self.procs: List[Tuple[str, subprocess.Popen]] = []
         self.list_path = os.path.join(workdir, "population.csv")
         self.hosts_path = os.path.join(workdir, "population.hosts")
         self.ip2asn_path = os.path.join(workdir, "population.ip2asn.tsv")
         self.truth_path = os.path.join(workdir, "population.truth.json")
+        self.static_hosts_path = os.path.join(workdir, "population.static-hosts")
 
     def truth(self, second_address: bool) -> Dict[str, Tuple[str, bool]]:
         return {d.name: expected(d.group, second_address) for d in self.domains}
 
     def write_files(self):
+        os.makedirs(self.workdir, exist_ok=True)
         with open(self.list_path, "w") as f:
             for rank, d in enumerate(self.domains, start=1):
                 f.write(f"{rank},{d.name}\n")
@@ -210,6 +213,11 @@ class Population:
                 for name, addrs in ((d.name, d.apex), ("www." + d.name, d.www)):
                     for a in addrs:
                         f.write(f"{a} {name}\n")
+        with open(self.static_hosts_path, "w") as f:  # quicstep-probe --static-hosts
+            for d in self.domains:
+                for name, addrs in ((d.name, d.apex), ("www." + d.name, d.www)):
+                    if addrs:
+                        f.write(f"{name} {' '.join(addrs)}\n")
         with open(self.ip2asn_path, "w") as f:
             for g in GROUPS:
                 if g.asn:
@@ -324,20 +332,38 @@ class Population:
 
     def start_delay_line(self, binary: str, one_way_ms: float, queue: int = 30):
         """Delays every packet between the prober and the servers by one_way_ms in each
-        direction (qs_delay_line on nfqueue in qs-prb-c; DNS is not delayed)."""
-        p = self._spawn("delay_line", NS_C, [binary, "--queue", f"{queue}:{one_way_ms * 1000:.0f}us",
-                                              "--max-held", "200000"])
-        log = os.path.join(self.workdir, "delay_line.log")
-        for _ in range(100):
-            if p.poll() is not None:
-                raise RuntimeError("delay line exited: " + open(log).read())
-            if "ready" in open(log).read():
-                break
-            time.sleep(0.05)
-        for tool in ("iptables", "ip6tables"):
-            for chain, flag in (("PREROUTING", "-i"), ("OUTPUT", "-o")):
-                netns(NS_C, tool, "-w", "-t", "mangle", "-A", chain, flag, IF_CS, "-j", "NFQUEUE",
+        direction: qs_delay_line on nfqueue at the OUTPUT hook of both ends (qs-prb-c
+        towards the servers, qs-prb-s1 towards the prober; queued in PREROUTING, a packet
+        delivered locally was released at once). DNS is not delayed."""
+        for ns, ifc in ((NS_C, IF_CS), (NS_S, IF_SC)):
+            name = f"delay_line-{ns}"
+            p = self._spawn(name, ns, [binary, "--queue", f"{queue}:{one_way_ms * 1000:.0f}us",
+                                       "--max-held", "200000"])
+            log = os.path.join(self.workdir, f"{name}.log")
+            for _ in range(100):
+                if p.poll() is not None:
+                    raise RuntimeError("delay line exited: " + open(log).read())
+                if "ready" in open(log).read():
+                    break
+                time.sleep(0.05)
+            for tool in ("iptables", "ip6tables"):
+                netns(ns, tool, "-w", "-t", "mangle", "-A", "OUTPUT", "-o", ifc, "-j", "NFQUEUE",
                       "--queue-num", str(queue), "--queue-bypass")
+
+    def counters(self, keys=("handshakes", "retry_sent", "retry_token_bad", "rejected_initial",
+                             "path_validated", "path_failed", "policy_ignored")) -> Dict[str, dict]:
+        """quicstep-server counters per instance (its --stats-file, summed over workers):
+        what a test prints when a class is wrong."""
+        out = {}
+        for name, _ in self.procs:
+            path = os.path.join(self.workdir, f"{name}.stats.json")
+            try:
+                with open(path) as f:
+                    workers = json.load(f).get("workers", [])
+            except (OSError, ValueError):
+                continue
+            out[name] = {k: sum(w.get(k, 0) for w in workers) for k in keys}
+        return out
 
     def stop(self):
         for _, p in self.procs:
