@@ -261,6 +261,15 @@ std::unique_ptr<qs::MapShare> start_gate_side(const qs::ServerConfig& cfg, qs::S
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     workers[i]->attach_gate_socket(fd);
   }
+  // The real bound of each forwarding queue is the namespace's unix datagram queue length
+  // (default 10), not SO_RCVBUF: say so when it is small.
+  std::ifstream qlen_file("/proc/sys/net/unix/max_dgram_qlen");
+  unsigned qlen = 0;
+  if (qlen_file >> qlen && qlen < 256) {
+    std::cerr << "quicstep-server: note: net.unix.max_dgram_qlen is " << qlen
+              << ": each worker's queue of forwarded Initials holds that many; raise it in"
+                 " this namespace (sysctl -w net.unix.max_dgram_qlen=1024) for bursts\n";
+  }
   return qs::MapShare::start(qs::gate_maps_socket(cfg.gate_name),
                              {steering.sockets_map_fd(), steering.config_map_fd(),
                               steering.allow_map_fd()},

@@ -76,6 +76,9 @@ def up():
         for a in a6s:
             env.sh("ip", "-n", ns, "-6", "addr", "add", f"{a}/64", "dev", ifc, "nodad")
         env.sh("ip", "-n", ns, "link", "set", ifc, "up")
+    # The gate's forwarding queues are unix datagram sockets: their length is this
+    # namespace's max_dgram_qlen (default 10), too short for bursts of handshakes.
+    env.netns(NS_S, "sysctl", "-qw", "net.unix.max_dgram_qlen=1024")
     env.sh("ip", "-n", NS_C, "route", "replace", "198.18.220.0/24", "dev", IF_C, "src", C4[0])
     env.sh("ip", "-n", NS_C, "-6", "route", "replace", "2001:db8:220::/64", "dev", IF_C,
            "src", C6[0])
