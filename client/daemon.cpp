@@ -53,6 +53,7 @@ std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* rout
   r->queue_inbound = d.queue_inbound;
   r->channel_interface = d.channel_interface;
   r->nat = d.addressing == Addressing::nat;
+  r->track_native = d.native_conntrack;
   r->set_size = static_cast<std::uint32_t>(std::min<std::size_t>(p.flows.capacity, 1u << 20));
   r->native_timeout = std::chrono::duration_cast<std::chrono::seconds>(p.flows.idle_timeout);
   r->watch_timeout = std::chrono::seconds(

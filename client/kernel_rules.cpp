@@ -62,19 +62,43 @@ std::map<std::string, KernelCounter> parse_kernel_counters(const std::string& te
   auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("nftables") || !doc["nftables"].is_array()) return out;
   for (const auto& item : doc["nftables"]) {
+    // An anonymous counter of a rule, named by the rule's comment (the bulk path's).
+    if (item.is_object() && item.contains("rule") && item["rule"].is_object()) {
+      const auto& rule = item["rule"];
+      if (!rule.contains("comment") || !rule["comment"].is_string() || !rule.contains("expr") ||
+          !rule["expr"].is_array()) {
+        continue;
+      }
+      for (const auto& e : rule["expr"]) {
+        if (!e.is_object() || !e.contains("counter") || !e["counter"].is_object()) continue;
+        const auto& c = e["counter"];
+        KernelCounter& k = out[rule["comment"].get<std::string>()];
+        if (c.contains("packets") && c["packets"].is_number_unsigned()) {
+          k.packets += c["packets"].get<std::uint64_t>();
+        }
+        if (c.contains("bytes") && c["bytes"].is_number_unsigned()) {
+          k.bytes += c["bytes"].get<std::uint64_t>();
+        }
+      }
+      continue;
+    }
     if (!item.is_object() || !item.contains("counter")) continue;
     const auto& c = item["counter"];
     if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) continue;
-    KernelCounter k;
-    if (c.contains("packets") && c["packets"].is_number_unsigned()) k.packets = c["packets"];
-    if (c.contains("bytes") && c["bytes"].is_number_unsigned()) k.bytes = c["bytes"];
-    out[c["name"].get<std::string>()] = k;
+    KernelCounter& k = out[c["name"].get<std::string>()];
+    if (c.contains("packets") && c["packets"].is_number_unsigned()) {
+      k.packets += c["packets"].get<std::uint64_t>();
+    }
+    if (c.contains("bytes") && c["bytes"].is_number_unsigned()) {
+      k.bytes += c["bytes"].get<std::uint64_t>();
+    }
   }
   return out;
 }
 
 std::map<std::string, KernelCounter> read_kernel_counters(std::string_view table) {
-  auto r = run_process({"nft", "-j", "list", "counters", "table", "inet", std::string(table)});
+  // The whole table: its named counters and the rules' anonymous ones.
+  auto r = run_process({"nft", "-j", "list", "table", "inet", std::string(table)});
   if (!r.ok()) return {};
   return parse_kernel_counters(r.output);
 }

@@ -22,7 +22,8 @@ struct KernelCounter {
   std::uint64_t packets = 0, bytes = 0;
 };
 std::map<std::string, KernelCounter> read_kernel_counters(std::string_view table);
-// Parses `nft -j list counters table inet T` output (unit-tested).
+// Parses `nft -j list table inet T` output (unit-tested): named counter objects, plus
+// anonymous rule counters summed under the rule's comment (a name may have both).
 std::map<std::string, KernelCounter> parse_kernel_counters(const std::string& json);
 
 class InstalledRules {

@@ -19,10 +19,6 @@ std::string set_mark(const RulesetSpec& s, std::uint32_t value) {
   return "meta mark set meta mark & " + hex(~s.mark_mask) + " | " + hex(value);
 }
 
-std::string mark_is(const RulesetSpec& s, std::uint32_t value) {
-  return "meta mark & " + hex(s.mark_mask) + " == " + hex(value);
-}
-
 std::string port_set(const std::vector<std::uint16_t>& ports) {
   std::string out = "{ ";
   for (std::size_t i = 0; i < ports.size(); ++i) {
@@ -72,7 +68,8 @@ void flow_sets(std::ostringstream& o, const RulesetSpec& s) {
 void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   o << "  chain out_decide {\n"
        "    type route hook output priority -310; policy accept;\n"
-       "    oifname \"lo\" return\n";
+       // By index (lo is always 1): no interface-name compare on every packet.
+       "    meta oif lo return\n";
   if (!s.exempt_v4.empty()) o << "    ip daddr " << addr_set(s.exempt_v4) << " return\n";
   if (!s.exempt_v6.empty()) o << "    ip6 daddr " << addr_set(s.exempt_v6) << " return\n";
   // Fragments carry no port (non-first ones) or only part of a datagram: never native.
@@ -100,20 +97,30 @@ constexpr const char* kFlow6 = "ip6 saddr . udp sport . ip6 daddr . udp dport";
 void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
   // Every way out of this chain but one sets the channel (or queue) mark. The one exception
   // is a flow already decided native: its packets keep their mark unchanged, so that the
-  // route chain does not re-route them (a route lookup per packet on the bulk path).
+  // route chain does not re-route them (a route lookup per packet on the bulk path), and
+  // (unless track_native) skip conntrack and NAT altogether.
+  const std::string notrack = s.track_native ? "" : " notrack";
+  // Bulk-path counters are anonymous (a per-CPU add; a named counter costs an object
+  // reference more on every packet); kernel_rules sums them by the rule's comment.
   o << "  chain quic_out {\n"
        // Shorter than any protected short-header packet (1 + 4 + 16 sample): unparseable.
        "    udp length < 29 goto to_channel\n"
        // Long header (first payload bit 1): the channel, decided here.
        "    @th,64,1 1 goto to_channel\n"
-       "    meta length > " << s.gso_threshold << " goto decide_out\n"
-       // A flow decided earlier: refresh its element (a live flow never expires from the
-       // set, however long it lasts; the daemon's classifier only sees queued packets).
-       "    " << kFlow4 << " @native4 update @native4 { " << kFlow4
-    << " } counter name \"native_out\" return\n"
-       "    " << kFlow6 << " @native6 update @native6 { " << kFlow6
-    << " } counter name \"native_out\" return\n"
-       "    " << kFlow4 << " @channel4 update @channel4 { " << kFlow4 << " } goto to_channel\n"
+       "    meta length > " << s.gso_threshold << " goto decide_out\n";
+  // A flow decided earlier. About one packet in 8 refreshes its element's timeout: those
+  // whose three low first-byte bits (key phase and packet-number length, both under header
+  // protection: pseudo-random per packet) are zero. A live flow stays in the set without a
+  // set update on every packet; an element that expires anyway (a flow quieter than that)
+  // only sends the flow's next packet through the queue again, where the daemon re-adds it.
+  for (const char* flow : {kFlow4, kFlow6}) {
+    const char* set = flow == kFlow4 ? "@native4" : "@native6";
+    o << "    @th,64,8 & 0x7 != 0 " << flow << " " << set << notrack
+      << " counter return comment \"native_out\"\n"
+         "    " << flow << " " << set << " update " << set << " { " << flow << " }" << notrack
+      << " counter return comment \"native_out\"\n";
+  }
+  o << "    " << kFlow4 << " @channel4 update @channel4 { " << kFlow4 << " } goto to_channel\n"
        "    " << kFlow6 << " @channel6 update @channel6 { " << kFlow6 << " } goto to_channel\n"
        "    goto decide_out\n"
        "  }\n";
@@ -122,22 +129,31 @@ void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
     << set_mark(s, s.mark_decide_out) << "\n  }\n";
 }
 
+// After the queue (-250, before conntrack at -200): one verdict-map lookup per packet. The
+// kernel's native fast path (mark unchanged) misses it and leaves at once.
 void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
-  const std::string zone = s.nat ? " ct zone set " + std::to_string(s.ct_zone) : "";
+  // Zones are needed only when conntrack sees native packets: they keep a channel NAT
+  // binding off the same 5-tuple sent natively. Untracked native packets never meet one.
+  const std::string zone =
+      s.nat && s.track_native ? " ct zone set " + std::to_string(s.ct_zone) : "";
   o << "  chain out_account {\n"
        "    type filter hook output priority -250; policy accept;\n"
-       "    " << mark_is(s, s.mark_channel) << " counter name \"channel_out\"" << zone
-    << " accept\n"
-       // Still DECIDE_OUT here: no daemon listened (queue bypass), routed to the channel.
-       "    " << mark_is(s, s.mark_decide_out) << " counter name \"channel_out\"" << zone
-    << " accept\n"
+       "    meta mark & " << hex(s.mark_mask) << " vmap { " << hex(s.mark_channel)
+    << " : goto account_channel, "
+       // Still DECIDE_OUT here: the daemon's channel verdict leaves it, or no daemon listened
+       // (queue bypass); routed to the channel either way.
+    << hex(s.mark_decide_out) << " : goto account_channel, "
        // Marked native by a daemon verdict (the kernel's fast path counted in quic_out).
-       "    " << mark_is(s, s.mark_native) << " counter name \"native_out\" accept\n"
-       "  }\n";
+    << hex(s.mark_native) << " : goto account_native }\n"
+       "  }\n"
+       "  chain account_channel {\n    counter name \"channel_out\"" << zone << "\n  }\n"
+       "  chain account_native {\n    counter name \"native_out\""
+    << (s.track_native ? "" : " notrack") << "\n  }\n";
 }
 
 void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
-  const std::string zone = s.nat ? " ct zone set " + std::to_string(s.ct_zone) : "";
+  const std::string zone =
+      s.nat && s.track_native ? " ct zone set " + std::to_string(s.ct_zone) : "";
   o << "  chain in_watch {\n"
        "    type filter hook prerouting priority -310; policy accept;\n"
        "    iifname \"" << s.channel_interface << "\" counter name \"channel_in\"" << zone
@@ -145,7 +161,9 @@ void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
        "    udp sport " << port_set(s.quic_ports) << " jump in_quic\n"
        "  }\n"
        "  chain in_quic {\n"
-       "    counter name \"native_in\"\n"
+       // Native QUIC answers skip conntrack (unless track_native): their outbound half is
+       // untracked too. Those of a watched flow still go to the queue below.
+       "    " << (s.track_native ? "" : "notrack ") << "counter comment \"native_in\"\n"
        "    ip daddr . udp dport . ip saddr . udp sport @watch4 goto watch_in\n"
        "    ip6 daddr . udp dport . ip6 saddr . udp sport @watch6 goto watch_in\n"
        "  }\n"

@@ -9,20 +9,24 @@
 //        lo, the channel's own endpoint: untouched. Fragments, DNS, TCP, QUIC long headers,
 //        UDP too short for a QUIC packet: mark CHANNEL. UDP short headers to QUIC ports:
 //        a flow in @native4/6 keeps its mark (no re-route on the bulk path: the daemon
-//        decided it native), in @channel4/6 gets CHANNEL, anything else gets DECIDE_OUT
-//        (which policy routing also sends to the channel).
+//        decided it native) and, unless track_native, gets `notrack` (no conntrack, no NAT
+//        hooks); about one packet in 8 refreshes the element's timeout. A
+//        flow in @channel4/6 gets CHANNEL, anything else gets DECIDE_OUT (which policy
+//        routing also sends to the channel).
 //        GSO super-packets (longer than gso_threshold) always get DECIDE_OUT: later segments
 //        may be long headers, and the kernel segments them before queueing.
 //   -300 iptables raw OUTPUT: mark DECIDE_OUT -> NFQUEUE --queue-bypass (no daemon: accept
 //        with the mark unchanged, i.e. the channel). The daemon's verdict sets CHANNEL or
 //        NATIVE; nf_reinject re-routes by the new mark.
-//   -250 `out_account`: count per path; nat mode: CHANNEL and DECIDE_OUT get conntrack
-//        zone 1, so that NAT bindings of channel packets never apply to the same 5-tuple
-//        sent natively (zone 0, no NAT).
+//   -250 `out_account`: one verdict map on the mark (the native fast path misses it):
+//        count per path; a daemon's NATIVE verdict gets `notrack` (unless track_native), so
+//        that NAT bindings of channel packets never apply to the same 5-tuple sent natively.
+//        With track_native (nat mode) that separation is conntrack zone 1 for CHANNEL and
+//        DECIDE_OUT instead (native: zone 0, no NAT).
 //   srcnat `post_nat` (nat mode): out the channel interface -> masquerade (tunnel address).
-// Input path: -310 `in_watch`: from the channel interface: zone 1 (de-NAT of replies);
-//   native UDP from a QUIC port of a flow in @watch4/6 gets DECIDE_IN; iptables raw
-//   PREROUTING queues DECIDE_IN (bypass).
+// Input path: -310 `in_watch`: from the channel interface: counted (zone 1 with
+//   track_native in nat mode); native UDP from a QUIC port: `notrack` (unless track_native),
+//   and DECIDE_IN for a flow in @watch4/6; iptables raw PREROUTING queues DECIDE_IN (bypass).
 // Set elements are keyed in outbound orientation: client addr . client port . server addr .
 // server port.
 #pragma once
@@ -53,7 +57,9 @@ struct RulesetSpec {
   std::uint16_t queue_inbound = 1;
   std::string channel_interface = "qs-wg0";
   bool nat = true;                       // nat addressing (false: permissive)
-  std::uint16_t ct_zone = 1;             // conntrack zone of channel packets (nat mode)
+  bool track_native = false;             // false: native packets are notrack (both ways)
+  std::uint16_t ct_zone = 1;             // conntrack zone of channel packets (nat mode with
+                                         // track_native only)
   std::vector<std::string> exempt_v4;    // the channel's endpoint addresses: never marked
   std::vector<std::string> exempt_v6;
   std::uint32_t gso_threshold = 1500;    // longer UDP packets on QUIC ports are queued

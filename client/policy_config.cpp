@@ -224,7 +224,7 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   l.known_keys(*t, "daemon",
                {"queue_outbound", "queue_inbound", "mark_channel", "mark_native", "mark_mask",
                 "routing_table", "channel_interface", "wg_config", "addressing",
-                "metrics_listen", "destinations_file"});
+                "native_conntrack", "metrics_listen", "destinations_file"});
   l.integer(t, "queue_outbound", 0, 65535, &d->queue_outbound);
   l.integer(t, "queue_inbound", 0, 65535, &d->queue_inbound);
   if (d->queue_outbound == d->queue_inbound) {
@@ -253,6 +253,7 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   std::size_t addressing = static_cast<std::size_t>(d->addressing);
   l.word(t, "addressing", {"nat", "permissive"}, &addressing);
   d->addressing = static_cast<Addressing>(addressing);
+  l.boolean(t, "native_conntrack", &d->native_conntrack);
   if (const toml::node* n = l.string(t, "metrics_listen", &d->metrics_listen);
       n && !d->metrics_listen.empty() && !valid_listen(d->metrics_listen)) {
     l.error(n->source(), "metrics_listen must be host:port (port 1..65535) or empty, not " +

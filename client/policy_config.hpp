@@ -45,6 +45,10 @@ struct DaemonSettings {
   // wg-quick style config to bring the channel up from; empty: the interface exists.
   std::string wg_config;
   Addressing addressing = Addressing::nat;
+  // Whether conntrack sees native QUIC packets. false (default): native flows are `notrack`
+  // both ways (the bulk path skips conntrack and NAT; a stateful firewall that drops
+  // untracked packets then drops native QUIC: set true on such a host, at a throughput cost).
+  bool native_conntrack = false;
   // Prometheus text endpoint, host:port; empty: off. Localhost by default.
   std::string metrics_listen = "127.0.0.1:9464";
   // The prober's non-migrating destinations to preload (destination_cache.hpp); empty: none.

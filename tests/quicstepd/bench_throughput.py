@@ -24,6 +24,44 @@ from qsd_helpers import lab_helpers  # noqa: E402
 
 PAPER_RULES = os.path.join(h.REPO, "rules", "paper_rules.sh")
 
+# Decomposition (--modes paper+ipt,...): the paper's rules plus ONE kernel feature that
+# quicstepd's ruleset uses, so that each feature's cost is a difference measured in the
+# same run. None of these extras matches or changes a packet of the benchmark.
+EXTRA_NFT = {
+    # conntrack hooks active (a ct expression anywhere registers them), no NAT hooks
+    "ct": """table inet qsb_x {
+  chain c { type filter hook output priority 0; ct state invalid counter; }
+}""",
+    # conntrack + NAT hooks (a nat chain whose rule matches nothing here)
+    "nat": """table inet qsb_x {
+  chain c { type nat hook postrouting priority srcnat; oifname "qsb-none" masquerade; }
+}""",
+    # a 4-tuple set lookup and update (refresh) per outgoing QUIC packet
+    "set": """table inet qsb_x {
+  set s4 { type ipv4_addr . inet_service . ipv4_addr . inet_service; flags dynamic,timeout;
+           timeout 120s; size 65536; }
+  chain c {
+    type filter hook output priority -305;
+    udp dport 443 ip saddr . udp sport . ip daddr . udp dport @s4 counter
+    udp dport 443 update @s4 { ip saddr . udp sport . ip daddr . udp dport }
+  }
+}""",
+    # one more base chain with three mark compares (the accounting chain)
+    "acct": """table inet qsb_x {
+  chain c {
+    type filter hook output priority -250;
+    meta mark & 0xff == 0x71 counter accept
+    meta mark & 0xff == 0x72 counter accept
+    meta mark & 0xff == 0x73 counter accept
+  }
+}""",
+}
+# iptables-nft raw chains with an NFQUEUE rule that matches nothing (the queue hop).
+EXTRA_IPT = ("*raw\n:QSB_OUT - [0:0]\n:QSB_IN - [0:0]\n-A QSB_OUT -m mark --mark 0x73/0xff "
+             "-j NFQUEUE --queue-num 7 --queue-bypass\n-A QSB_IN -m mark --mark 0x74/0xff -j "
+             "NFQUEUE --queue-num 8 --queue-bypass\n-I OUTPUT 1 -j QSB_OUT\n-I PREROUTING 1 "
+             "-j QSB_IN\nCOMMIT\n")
+
 
 def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
@@ -63,24 +101,49 @@ class Bench:
         self.native_prefixes = "198.18.1.0/24,2001:db8:1::/64"
         time.sleep(0.5)
 
+    def in_ns(self, *cmd, stdin=None):
+        subprocess.run(["ip", "netns", "exec", self.ns, *cmd], input=stdin, text=True,
+                       check=True)
+
     def mode_up(self, mode):
+        base, _, extra = mode.partition("+")
+        if base == "paper" and extra:
+            self.mode_up("paper")
+            if extra == "ipt":
+                for tool in ("iptables-nft-restore", "ip6tables-nft-restore"):
+                    self.in_ns(tool, "--noflush", stdin=EXTRA_IPT)
+            else:
+                self.in_ns("nft", "-f", "-", stdin=EXTRA_NFT[extra] + "\n")
+            return
         if mode == "paper":
             subprocess.run(["ip", "netns", "exec", self.prov_ns, "wg", "set", self.prov_if, "peer",
                             self.peer, "allowed-ips", self.allowed + "," + self.native_prefixes],
                            check=True)
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "up"], check=True)
-        elif mode == "quicstepd":
-            self.daemon = self.procs.start(self.ns, [h.QSD, "--config", self.config, "--control",
+        elif base.startswith("quicstepd"):
+            binary = mode.split("=", 1)[1] if "=" in mode else h.QSD
+            self.daemon = self.procs.start(self.ns, [binary, "--config", self.config, "--control",
                                                      self.sock, "--log-level", "warn"],
                                            os.path.join(self.work, "quicstepd.log"))
             h.wait_daemon(self.ns, self.sock, self.daemon)
 
     def mode_down(self, mode):
+        base, _, extra = mode.partition("+")
+        if base == "paper" and extra:
+            if extra == "ipt":
+                for fam in ("ip", "ip6"):
+                    subprocess.run(["ip", "netns", "exec", self.ns, "nft", "delete", "table",
+                                    fam, "raw"])
+            else:
+                subprocess.run(["ip", "netns", "exec", self.ns, "nft", "delete", "table", "inet",
+                                "qsb_x"])
+            self.mode_down("paper")
+            return
         if mode == "paper":
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "down"], check=True)
             subprocess.run(["ip", "netns", "exec", self.prov_ns, "wg", "set", self.prov_if, "peer",
                             self.peer, "allowed-ips", self.allowed], check=True)
-        elif mode == "quicstepd" and self.daemon:
+        elif base.startswith("quicstepd") and self.daemon:
             self.procs.stop(self.daemon)
             self.daemon = None
 
@@ -108,7 +171,7 @@ class Bench:
         return took, usage.ru_utime + usage.ru_stime, usage.ru_stime
 
     def run(self):
-        modes = ["native", "paper", "quicstepd"]
+        modes = self.args.modes
         results = {d: {m: [] for m in modes} for d in ("download", "upload")}
         # The client's CPU seconds per GB (user+sys, and sys alone: the kernel's rule
         # evaluation for sent packets runs in the sender's system time). Less noisy than
@@ -117,7 +180,8 @@ class Bench:
         client_sys = {d: {m: [] for m in modes} for d in ("download", "upload")}
         cpu = {"seconds": 0.0, "bytes": 0}
         for r in range(self.args.rounds):
-            for m in modes[r % 3:] + modes[:r % 3]:  # rotate the order round by round
+            k = r % len(modes)
+            for m in modes[k:] + modes[:k]:  # rotate the order round by round
                 self.mode_up(m)
                 try:
                     for d in ("download", "upload"):
@@ -145,7 +209,18 @@ def main():
     ap.add_argument("--size-mb", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--modes", default="native,paper,quicstepd",
+                    help="comma-separated; also paper+ct, paper+nat, paper+set, paper+acct, "
+                         "paper+ipt (the paper's rules plus one of quicstepd's kernel features)")
     args = ap.parse_args()
+    args.modes = args.modes.split(",")
+    for m in args.modes:
+        base, _, extra = m.partition("+")
+        if base.startswith("quicstepd="):
+            continue
+        if base not in ("native", "paper", "quicstepd") or (
+                extra and (base != "paper" or extra not in {*EXTRA_NFT, "ipt"})):
+            ap.error(f"unknown mode {m}")
     b = Bench(args)
     try:
         b.setup()
@@ -166,10 +241,13 @@ def main():
     for d, per_mode in results.items():
         med = {m: statistics.median(v) for m, v in per_mode.items()}
         summary.setdefault("median_mbit_s", {})[d] = med
-        print(f"{d:8s} " + "  ".join(f"{m} {v:7.1f} Mbit/s" for m, v in med.items()) +
-              f"   quicstepd/paper {med['quicstepd'] / med['paper']:.3f}"
-              f"  quicstepd/native {med['quicstepd'] / med['native']:.3f}")
-    print(f"quicstepd CPU: {summary['daemon_cpu_s_per_gb']:.4f} s per GB transferred")
+        print(f"{d}: Mbit/s per round, median, median ratio to paper and to native")
+        for m, v in per_mode.items():
+            ratios = "".join(f"  /{ref} {med[m] / med[ref]:.3f}" for ref in ("paper", "native")
+                             if ref in med)
+            print(f"  {m[:40]:40s} " + " ".join(f"{x:6.0f}" for x in v) +
+                  f"   median {med[m]:7.1f}{ratios}")
+    print(f"quicstepd CPU: {summary['daemon_cpu_s_per_gb']:.6f} s per GB transferred")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=2)

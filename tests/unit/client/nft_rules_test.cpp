@@ -49,9 +49,14 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(has(chain(t, "to_channel"), "meta mark set meta mark & 0xffffff00 | 0x51"));
   // GSO super-packets are queued before the native-set fast path.
   EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
+  // Decided flows: untracked; about one packet in 8 (three header-protected bits zero)
+  // refreshes the element; anonymous counters named by comment.
+  EXPECT_TRUE(has(quic, "@th,64,8 & 0x7 != 0 ip6 saddr . udp sport . ip6 daddr . udp dport "
+                        "@native6 notrack counter return comment \"native_out\""));
   EXPECT_TRUE(has(quic, "ip6 saddr . udp sport . ip6 daddr . udp dport @native6 update @native6 "
-                        "{ ip6 saddr . udp sport . ip6 daddr . udp dport } counter name "
-                        "\"native_out\" return"));
+                        "{ ip6 saddr . udp sport . ip6 daddr . udp dport } notrack counter return "
+                        "comment \"native_out\""));
+  EXPECT_LT(quic.find("@th,64,8 & 0x7 != 0 ip saddr"), quic.find("update @native4"));
   // Decided flows refresh their element: sets are dynamic with timeouts.
   EXPECT_TRUE(has(t, "set native4 {\n    type ipv4_addr . inet_service . ipv4_addr . inet_service\n"
                      "    flags dynamic,timeout\n    timeout 120s\n    size 65536\n  }"));
@@ -71,15 +76,26 @@ TEST(NftRules, PolicyTogglesAndPorts) {
   EXPECT_TRUE(has(decide, "meta l4proto udp goto to_channel"));
 }
 
-TEST(NftRules, NatModeUsesZonesAndMasquerade) {
+TEST(NftRules, NatModeUntracksNativeAndMasqueradesTheChannel) {
   RulesetSpec s;
   s.channel_interface = "qsw-client";
   std::string t = ruleset_text(s);
-  EXPECT_TRUE(has(chain(t, "out_account"), "== 0x51 counter name \"channel_out\" ct zone set 1 accept"));
-  EXPECT_TRUE(has(chain(t, "out_account"), "== 0x53 counter name \"channel_out\" ct zone set 1 accept"));
+  // One verdict map after the queue; a NATIVE verdict is untracked (no channel NAT binding
+  // can apply to it), channel packets are tracked (masquerade) without zones.
   EXPECT_TRUE(has(chain(t, "out_account"), "priority -250"));
-  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" counter name \"channel_in\" ct zone set 1 accept"));
+  EXPECT_TRUE(has(chain(t, "out_account"), "meta mark & 0xff vmap { 0x51 : goto account_channel, "
+                                           "0x53 : goto account_channel, 0x52 : goto account_native }"));
+  EXPECT_TRUE(has(chain(t, "account_native"), "counter name \"native_out\" notrack"));
+  EXPECT_TRUE(has(chain(t, "in_quic"), "notrack counter comment \"native_in\""));
+  EXPECT_FALSE(has(t, "ct zone"));
+  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" counter name \"channel_in\" accept"));
   EXPECT_TRUE(has(chain(t, "post_nat"), "oifname \"qsw-client\" masquerade"));
+  // track_native: conntrack sees native packets; zone 1 keeps channel NAT bindings apart.
+  s.track_native = true;
+  t = ruleset_text(s);
+  EXPECT_FALSE(has(t, "notrack"));
+  EXPECT_TRUE(has(chain(t, "account_channel"), "counter name \"channel_out\" ct zone set 1"));
+  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" counter name \"channel_in\" ct zone set 1 accept"));
   s.nat = false;  // permissive: no zones, no NAT
   t = ruleset_text(s);
   EXPECT_FALSE(has(t, "ct zone"));
@@ -165,11 +181,20 @@ TEST(NftRules, ParsesKernelCounters) {
     {"counter": {"family": "inet", "name": "channel_out", "table": "quicstep", "handle": 1,
                  "packets": 12, "bytes": 3456}},
     {"counter": {"family": "inet", "name": "native_out", "table": "quicstep", "handle": 2,
-                 "packets": 7000, "bytes": 9000000}}]})";
+                 "packets": 7000, "bytes": 9000000}},
+    {"rule": {"family": "inet", "table": "quicstep", "chain": "quic_out", "handle": 9,
+              "comment": "native_out", "expr": [{"notrack": null},
+              {"counter": {"packets": 5, "bytes": 100}}, {"return": null}]}},
+    {"rule": {"family": "inet", "table": "quicstep", "chain": "in_quic", "handle": 10,
+              "comment": "native_in", "expr": [{"counter": {"packets": 3, "bytes": 30}}]}},
+    {"rule": {"family": "inet", "table": "quicstep", "chain": "x", "handle": 11,
+              "expr": [{"counter": {"packets": 1, "bytes": 1}}]}}]})";
   auto c = parse_kernel_counters(json);
-  ASSERT_EQ(c.size(), 2u);
+  ASSERT_EQ(c.size(), 3u);  // the rule without a comment is not a named counter
   EXPECT_EQ(c["channel_out"].bytes, 3456u);
-  EXPECT_EQ(c["native_out"].packets, 7000u);
+  EXPECT_EQ(c["native_out"].packets, 7005u);  // the named object and the rule's counter
+  EXPECT_EQ(c["native_out"].bytes, 9000100u);
+  EXPECT_EQ(c["native_in"].bytes, 30u);
   EXPECT_TRUE(parse_kernel_counters("not json").empty());
   EXPECT_TRUE(parse_kernel_counters(R"({"nftables": 3})").empty());
 }
