@@ -5,9 +5,12 @@
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <ctime>
 
 namespace quicstep::server_testbed {
 
@@ -74,12 +77,45 @@ ngtcp2_path path_of(sockaddr_storage& local, sockaddr_storage& remote) {
 UdpSocket open_bound(const sockaddr_storage& addr, sockaddr_storage* bound, std::string* error) {
   UdpSocket s = UdpSocket::open_client(addr, sockaddr_len(addr), error);
   if (!s.valid()) return s;
+  const int one = 1;  // kernel receive timestamps: handovers do not include our own delays
+  setsockopt(s.fd(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
   socklen_t len = sizeof(*bound);
   getsockname(s.fd(), reinterpret_cast<sockaddr*>(bound), &len);
   return s;
 }
 
 double ms(ngtcp2_tstamp d) { return static_cast<double>(d) / NGTCP2_MILLISECONDS; }
+
+// One datagram with the kernel's receive time (SO_TIMESTAMPNS, CLOCK_REALTIME) converted to
+// CLOCK_MONOTONIC; *rx_at = now when the kernel gave no timestamp. -1: nothing to read.
+long recv_stamped(int fd, std::uint8_t* buf, std::size_t len, sockaddr_storage* from,
+                  ngtcp2_tstamp now, ngtcp2_tstamp* rx_at) {
+  iovec iov{buf, len};
+  alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(timespec))> control{};
+  msghdr msg{};
+  msg.msg_name = from;
+  msg.msg_namelen = sizeof(*from);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = control.size();
+  const long n = recvmsg(fd, &msg, MSG_DONTWAIT);
+  if (n < 0) return -1;
+  *rx_at = now;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    timespec rx{}, real{}, mono{};
+    std::memcpy(&rx, CMSG_DATA(c), sizeof(rx));
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    auto ns = [](const timespec& t) {
+      return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+    };
+    const std::int64_t age = std::max<std::int64_t>(0, ns(real) - ns(rx));
+    *rx_at = static_cast<ngtcp2_tstamp>(std::max<std::int64_t>(0, ns(mono) - age));
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -296,13 +332,11 @@ void LoadConnection::migrate_now(ngtcp2_tstamp now) {
 }
 
 void LoadConnection::on_readable(int fd, ngtcp2_tstamp now) {
-  const UdpSocket& s = fd == sock_.fd() ? sock_ : old_sock_;
   std::array<std::uint8_t, 65536> buf;
   for (int i = 0; i < 16 && !finished_; ++i) {
     sockaddr_storage from{};
-    socklen_t from_len = 0;
-    std::uint32_t ecn = 0;
-    const long n = s.recv(buf.data(), buf.size(), &from, &from_len, &ecn);
+    ngtcp2_tstamp rx_at = now;
+    const long n = recv_stamped(fd, buf.data(), buf.size(), &from, now, &rx_at);
     if (n < 0) break;
     ++result_.rx_datagrams;
     if (result_.migrated && fd != sock_.fd()) ++result_.rx_old_path_after_migration;
@@ -310,13 +344,13 @@ void LoadConnection::on_readable(int fd, ngtcp2_tstamp now) {
     socklen_t len = sizeof(local);
     getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
     ngtcp2_path path = path_of(local, from);
-    ngtcp2_pkt_info pi{};
-    pi.ecn = ecn;
+    ngtcp2_pkt_info pi{};  // ECN not read: a load client does not need it
     reading_new_path_ = fd == sock_.fd();
     const int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, buf.data(),
                                         static_cast<std::size_t>(n), now);
     if (result_.handover_ms == -2) {
-      result_.handover_ms = ms(now - migrated_at_);
+      // The kernel's arrival time of this datagram, not when this loop got to it.
+      result_.handover_ms = ms(std::max(rx_at, migrated_at_) - migrated_at_);
       // The old socket stays open until the connection ends: what the server still sends
       // to the old path (probes, packets in flight) is received, not counted as lost.
     }
