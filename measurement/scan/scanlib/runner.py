@@ -3,8 +3,8 @@
 P worker processes (one per core by default), each fed lazily through its stdin: a feeder
 thread per process takes the next target from the shared list iterator whenever the pipe
 has room, so a million-line list never sits in memory and a faster process takes more.
-The feeder never waits for results: quicstep-probe reads its input from within its event
-loop, so a pipe it finds empty would stall every connection it has in flight.
+The feeder never waits for results (the first quicstep-probe read its input inside its
+event loop, so a driver waiting for results before feeding more locked up both sides).
 Each process numbers its input lines; the driver maps them back to the list's targets and
 rewrites `input_line` to the list's line. Ctrl-C (SIGINT) or SIGTERM stops feeding, ends
 the workers and leaves results.jsonl with whole lines only: the next run resumes.
