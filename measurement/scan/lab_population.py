@@ -18,8 +18,8 @@ Every domain has addresses of its own: group g's domains live in 198.18.<g>.0/24
 2001:db8:128:<g>::/64 (g = 130..139, 141; silent ones in 198.18.144.0/21, up to 2,000;
 198.18.140.0/24 belongs to the probe's own tests), routed from qs-prb-c to qs-prb-s1, where nft DNATs each group's range to its backend
 (conntrack keeps the domain's address as the source of answers and of ICMP errors); the
-silent group's range is dropped by nft. So ~1,100 distinct addresses are served by 11
-processes, and each domain's ground truth is the behaviour of the backend its group maps to.
+silent group's range is dropped by nft. So 1,769 distinct addresses (at scale
+1.0) are served by 22 processes (one per backend and family), and each domain's ground truth is the behaviour of the backend its group maps to.
 """
 import argparse
 import json
