@@ -143,8 +143,11 @@ def write(csv_path, out):
     md += [f"Checks: {len(data.ok) - len(non_h3)}/{len(data.ok)} successful loads used h3 for "
            "the document and every resource (DevTools `Network.responseReceived` protocol, "
            "Navigation Timing `nextHopProtocol`); "
-           f"{len(migrated)}/{len(qs)} QUICstep loads moved at least one flow to the native path "
-           "(`quicstepctl status` watchdog.moved_native, before/after each load).", ""]
+           "QUICstep loads that moved at least one flow to the native path (`quicstepctl "
+           "status` watchdog.moved_native, before/after each load): " + ", ".join(
+               f"{label} {sum(r in migrated for r in qs if r['mode'] == label)}/"
+               f"{sum(r['mode'] == label for r in qs)}" for label in sorted({r['mode'] for r in qs}))
+           + ".", ""]
     md += table5(data, out)
     md += targets(data)
     md += table2(data, out)
