@@ -43,18 +43,30 @@ SUCCESS_TARGET = 0.99
 DEFENDER_NICE = -10
 
 SYNPROXY_RULES = """
-table inet qs_fld_synproxy {
-  chain pre {
+table inet qs_fld_synproxy {{
+  chain pre {{
     type filter hook prerouting priority raw; policy accept;
     tcp dport 443 tcp flags syn notrack
-  }
-  chain in {
+  }}
+  chain in {{
     type filter hook input priority filter; policy accept;
-    tcp dport 443 ct state invalid,untracked synproxy mss 1460 wscale 7 timestamp sack-perm
+    tcp dport 443 ct state invalid,untracked synproxy mss 1460 wscale {wscale} timestamp sack-perm
     ct state invalid drop
-  }
-}
+  }}
+}}
 """
+
+
+def backend_wscale(ns):
+    """The window scale the namespace's kernel announces (tcp_select_initial_window): the
+    synproxy's mss and wscale must be the backend's own (nft(8), synproxy statement)."""
+    space = max(int(env.netns(ns, "sysctl", "-n", "net.ipv4.tcp_rmem").stdout.split()[2]),
+                int(env.netns(ns, "sysctl", "-n", "net.core.rmem_max").stdout))
+    wscale = 0
+    while space > 65535 and wscale < 14:
+        space >>= 1
+        wscale += 1
+    return wscale
 
 
 def percentile(values, p):
@@ -209,7 +221,9 @@ def set_tcp_mode(mode):
     env.netns(env.NS_S, "sysctl", "-qw",
               f"net.ipv4.tcp_syncookies={0 if mode == 'none' else 1}")
     if mode == "synproxy":
-        env.netns(env.NS_S, "nft", "-f", "-", input=SYNPROXY_RULES)
+        env.netns(env.NS_S, "sysctl", "-qw", "net.ipv4.tcp_timestamps=1")
+        env.netns(env.NS_S, "nft", "-f", "-",
+                  input=SYNPROXY_RULES.format(wscale=backend_wscale(env.NS_S)))
         env.netns(env.NS_S, "sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_loose=0")
 
 

