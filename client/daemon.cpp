@@ -54,6 +54,8 @@ std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* rout
   r->channel_interface = d.channel_interface;
   r->nat = d.addressing == Addressing::nat;
   r->track_native = d.native_conntrack;
+  r->native_v4 = d.native_prefixes_v4;
+  r->native_v6 = d.native_prefixes_v6;
   r->set_size = static_cast<std::uint32_t>(std::min<std::size_t>(p.flows.capacity, 1u << 20));
   r->native_timeout = std::chrono::duration_cast<std::chrono::seconds>(p.flows.idle_timeout);
   r->watch_timeout = std::chrono::seconds(
@@ -273,21 +275,34 @@ void Daemon::Impl::reload() {
   }
   new_spec.exempt_v4 = spec.exempt_v4;
   new_spec.exempt_v6 = spec.exempt_v6;
-  for (const auto& [name, k] : read_kernel_counters(spec.table)) {
-    kernel_base[name].packets += k.packets;
-    kernel_base[name].bytes += k.bytes;
-  }
-  if (auto why = rules.install(new_spec); !why.empty()) {
-    spdlog::error("reload: {}; keeping the old rules", why);
-    rules.install(spec);
-    return;
+  // The same ruleset: the table stays, with its flow sets and counters. A different one
+  // replaces it atomically; its sets start empty, so native flows pass the queue once more
+  // (the daemon re-adds them) and pinned or watched flows are queued until they end.
+  const bool new_rules = ruleset_text(new_spec) != ruleset_text(spec);
+  if (new_rules) {
+    for (const auto& [name, k] : read_kernel_counters(spec.table)) {
+      kernel_base[name].packets += k.packets;
+      kernel_base[name].bytes += k.bytes;
+    }
+    if (auto why = rules.install(new_spec); !why.empty()) {
+      spdlog::error("reload: {}; keeping the old rules", why);
+      rules.install(spec);
+      return;
+    }
+    recent_native.clear();
   }
   config = std::move(load.config);
   spec = new_spec;
-  classifier = std::make_unique<Classifier>(config.policy);
+  // Keep every flow, its timers and the non-migrating cache unless a table's shape changed.
+  if (!classifier->update_policy(config.policy)) {
+    spdlog::warn("reload: flow table or cache sizes/timeouts changed; flow state reset");
+    std::random_device rd;
+    classifier = std::make_unique<Classifier>(config.policy, (std::uint64_t(rd()) << 32) | rd());
+    recent_native.clear();
+  }
   preload_destinations();
-  recent_native.clear();
-  spdlog::info("reloaded {}", options.config_path);
+  spdlog::info("reloaded {} ({})", options.config_path,
+               new_rules ? "kernel rules replaced" : "kernel rules unchanged");
   sd_notify(0, "STATUS=reloaded");
 }
 

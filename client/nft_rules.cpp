@@ -75,6 +75,15 @@ void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   // Fragments carry no port (non-first ones) or only part of a datagram: never native.
   o << "    ip frag-off & 0x3fff != 0 goto to_channel\n"
        "    exthdr frag exists goto to_channel\n";
+  // The user's native prefixes (a LAN): unmarked, except DNS (a LAN resolver forwards the
+  // names to the ISP, so DNS keeps the channel even there).
+  for (const auto& [family, list] : {std::pair{"ip", &s.native_v4}, {"ip6", &s.native_v6}}) {
+    if (list->empty()) continue;
+    const std::string to = std::string("    ") + family + " daddr " + addr_set(*list);
+    o << to << " udp dport != 53 udp sport != 53 return\n"
+      << to << " tcp dport != 53 tcp sport != 53 return\n"
+      << to << " meta l4proto != { tcp, udp } return\n";
+  }
   // QUIC first: the bulk path evaluates as few rules as possible. A datagram to a QUIC port
   // from port 53 is not a loophole: it can only reach the native path through the native
   // set, which only the classifier fills, and the classifier sends port 53 to the channel.
@@ -206,9 +215,9 @@ std::string check_spec(const RulesetSpec& s) {
     }
     if (!seen.insert(m).second) return "marks must be distinct: " + hex(m) + " repeats";
   }
-  for (const auto& list : {s.exempt_v4, s.exempt_v6}) {
+  for (const auto& list : {s.exempt_v4, s.exempt_v6, s.native_v4, s.native_v6}) {
     for (const auto& a : list) {
-      if (!valid_address_text(a)) return "bad exempt address `" + a + "'";
+      if (!valid_address_text(a)) return "bad exempt address or prefix `" + a + "'";
     }
   }
   if (s.ct_zone == 0) return "conntrack zone 0 is the native zone";

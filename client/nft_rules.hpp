@@ -62,6 +62,8 @@ struct RulesetSpec {
                                          // track_native only)
   std::vector<std::string> exempt_v4;    // the channel's endpoint addresses: never marked
   std::vector<std::string> exempt_v6;
+  std::vector<std::string> native_v4;    // native_prefixes (a LAN): native except DNS
+  std::vector<std::string> native_v6;
   std::uint32_t gso_threshold = 1500;    // longer UDP packets on QUIC ports are queued
   std::uint32_t set_size = 65536;        // elements per flow set (invariant 4)
   std::chrono::seconds native_timeout{120};  // a native-set element lives this long

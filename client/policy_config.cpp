@@ -1,5 +1,7 @@
 #include "client/policy_config.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -118,6 +120,8 @@ class Loader {
   }
 
   void quic_ports(const toml::table* t, std::vector<std::uint16_t>* out);
+  void prefixes(const toml::table* t, std::string_view name, std::vector<std::string>* v4,
+                std::vector<std::string>* v6);
 
  private:
   std::string file_;
@@ -150,6 +154,57 @@ void Loader::quic_ports(const toml::table* t, std::vector<std::uint16_t>* out) {
     ports.push_back(port);
   }
   *out = std::move(ports);
+}
+
+// "address/length" (IPv4 or IPv6, length within the family's bits), normalised by
+// inet_ntop; the family in *v6. False when it is not one.
+bool parse_prefix(const std::string& text, std::string* out, bool* v6) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos || slash + 1 >= text.size() || text.size() > 64) return false;
+  const std::string addr = text.substr(0, slash);
+  unsigned length = 0;
+  const char* first = text.data() + slash + 1;
+  const char* last = text.data() + text.size();
+  if (auto [end, ec] = std::from_chars(first, last, length); ec != std::errc() || end != last) {
+    return false;
+  }
+  unsigned char bytes[16];
+  char buf[INET6_ADDRSTRLEN];
+  if (inet_pton(AF_INET, addr.c_str(), bytes) == 1 && length <= 32) {
+    *v6 = false;
+    inet_ntop(AF_INET, bytes, buf, sizeof buf);
+  } else if (inet_pton(AF_INET6, addr.c_str(), bytes) == 1 && length <= 128) {
+    *v6 = true;
+    inet_ntop(AF_INET6, bytes, buf, sizeof buf);
+  } else {
+    return false;
+  }
+  *out = std::string(buf) + "/" + std::to_string(length);
+  return true;
+}
+
+void Loader::prefixes(const toml::table* t, std::string_view name, std::vector<std::string>* v4,
+                      std::vector<std::string>* v6) {
+  const toml::node* node = t ? t->get(name) : nullptr;
+  if (node == nullptr) return;
+  const auto* array = node->as_array();
+  if (array == nullptr || array->size() > 256) {
+    error(node->source(), std::string(name) + " must be an array of at most 256 prefixes, not " +
+                              render(*node));
+    return;
+  }
+  for (const toml::node& element : *array) {
+    const auto* s = element.as_string();
+    std::string prefix;
+    bool is_v6 = false;
+    if (s == nullptr || !parse_prefix(s->get(), &prefix, &is_v6)) {
+      error(element.source(), std::string(name) +
+                                  ": each must be \"address/length\" (IPv4 or IPv6), not " +
+                                  render(element));
+      return;
+    }
+    (is_v6 ? v6 : v4)->push_back(prefix);
+  }
 }
 
 void load_policy(Loader& l, const toml::table& root, Policy* p) {
@@ -224,7 +279,8 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   l.known_keys(*t, "daemon",
                {"queue_outbound", "queue_inbound", "mark_channel", "mark_native", "mark_mask",
                 "routing_table", "channel_interface", "wg_config", "addressing",
-                "native_conntrack", "metrics_listen", "destinations_file"});
+                "native_conntrack", "native_prefixes", "metrics_listen",
+                "destinations_file"});
   l.integer(t, "queue_outbound", 0, 65535, &d->queue_outbound);
   l.integer(t, "queue_inbound", 0, 65535, &d->queue_inbound);
   if (d->queue_outbound == d->queue_inbound) {
@@ -254,6 +310,7 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   l.word(t, "addressing", {"nat", "permissive"}, &addressing);
   d->addressing = static_cast<Addressing>(addressing);
   l.boolean(t, "native_conntrack", &d->native_conntrack);
+  l.prefixes(t, "native_prefixes", &d->native_prefixes_v4, &d->native_prefixes_v6);
   if (const toml::node* n = l.string(t, "metrics_listen", &d->metrics_listen);
       n && !d->metrics_listen.empty() && !valid_listen(d->metrics_listen)) {
     l.error(n->source(), "metrics_listen must be host:port (port 1..65535) or empty, not " +

@@ -49,6 +49,10 @@ struct DaemonSettings {
   // both ways (the bulk path skips conntrack and NAT; a stateful firewall that drops
   // untracked packets then drops native QUIC: set true on such a host, at a throughput cost).
   bool native_conntrack = false;
+  // Destinations that never use the channel (a LAN: printers, NAS), as prefixes. Everything
+  // to them goes natively, handshakes (TCP, QUIC) included, except DNS (port 53), which
+  // stays on the channel. Only what the user lists; empty by default.
+  std::vector<std::string> native_prefixes_v4, native_prefixes_v6;
   // Prometheus text endpoint, host:port; empty: off. Localhost by default.
   std::string metrics_listen = "127.0.0.1:9464";
   // The prober's non-migrating destinations to preload (destination_cache.hpp); empty: none.

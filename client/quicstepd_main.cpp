@@ -16,11 +16,11 @@ int main(int argc, char** argv) {
   CLI::App app{"quicstepd: QUIC handshakes through the channel, QUIC data on the native path"};
   std::string config_path = "/etc/quicstep/quicstepd.toml";
   std::string log_level = "info";
-  bool cleanup = false, foreground = false;
+  bool cleanup = false;
   DaemonOptions options;
   app.add_option("-c,--config", config_path, "TOML config file");
   app.add_flag("--cleanup", cleanup, "remove rules, routes and channel left by a crash, exit");
-  app.add_flag("--foreground", foreground, "stay in the foreground (always true; for scripts)");
+  // No --foreground: quicstepd never daemonizes (systemd Type=notify, or `&` in a shell).
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   app.add_option("--control", options.control_path, "control socket path");

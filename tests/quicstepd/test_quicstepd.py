@@ -6,6 +6,7 @@ interface the handshake, and as many channel bytes as quicstepctl reports (2%). 
 mid-transfer (no leak; new connections go through the channel), --cleanup, restart, a bad
 config (exit 2, nothing installed), IPv6 end to end."""
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -213,6 +214,20 @@ class QuicstepdLab(unittest.TestCase):
         cn, native, cp, channel = self.captures("v6")
         d = self.start_daemon()
         took = self.fetch(self.srv_v6, "v6")
+        # SIGHUP with the same config: the classifier keeps its flows (and the kernel its
+        # table: the same ruleset is not reinstalled).
+        before = self.status()
+        os.kill(d.pid, signal.SIGHUP)
+        deadline = time.time() + 10
+        while self.status()["daemon"]["reloads"] == before["daemon"]["reloads"]:
+            self.assertLess(time.time(), deadline, "SIGHUP not handled")
+            time.sleep(0.1)
+        after = self.status()
+        self.assertGreaterEqual(before["flows"]["tracked"], 1)
+        self.assertEqual(after["flows"]["tracked"], before["flows"]["tracked"])
+        self.assertEqual(after["flows"]["created"], before["flows"]["created"])
+        self.assertGreaterEqual(after["paths"]["native"]["bytes"],
+                                before["paths"]["native"]["bytes"])
         self.stop_captures(cn, cp)
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         self.assert_complete(native, channel)

@@ -117,6 +117,26 @@ TEST(NftRules, ExemptsTheChannelEndpoint) {
   EXPECT_TRUE(has(decide, "ip6 daddr { 2001:db8:3::2 } return"));
 }
 
+TEST(NftRules, NativePrefixesSkipTheChannelExceptDns) {
+  RulesetSpec s;
+  EXPECT_FALSE(has(chain(ruleset_text(s), "out_decide"), "dport != 53"));  // none by default
+  s.native_v4 = {"192.168.0.0/16"};
+  s.native_v6 = {"fd00::/8"};
+  const std::string decide = chain(ruleset_text(s), "out_decide");
+  const std::string lan4 = "ip daddr { 192.168.0.0/16 }";
+  EXPECT_TRUE(has(decide, lan4 + " udp dport != 53 udp sport != 53 return"));
+  EXPECT_TRUE(has(decide, lan4 + " tcp dport != 53 tcp sport != 53 return"));
+  EXPECT_TRUE(has(decide, lan4 + " meta l4proto != { tcp, udp } return"));
+  EXPECT_TRUE(has(decide, "ip6 daddr { fd00::/8 } udp dport != 53 udp sport != 53 return"));
+  // After the fragment rules (a non-first fragment has no port: it could be DNS), before
+  // the QUIC, DNS and TCP rules.
+  EXPECT_LT(decide.find("exthdr frag exists"), decide.find(lan4));
+  EXPECT_LT(decide.find(lan4), decide.find("goto quic_out"));
+  EXPECT_EQ(check_spec(s), "");
+  s.native_v4 = {"192.168.0.0/16; flush ruleset"};
+  EXPECT_NE(check_spec(s), "");
+}
+
 TEST(NftRules, CheckSpecRefusesBadValues) {
   RulesetSpec s;
   s.mark_decide_out = s.mark_channel;

@@ -65,6 +65,8 @@ min_timeout_ms = 100
 [daemon]
 addressing = "permissive"
 routing_table = 100
+native_conntrack = true
+native_prefixes = ["192.168.0.0/16", "fd00:0::/8", "10.1.2.3/32"]
 )", "q.toml");
   ASSERT_TRUE(load.ok()) << load.errors[0].to_string();
   const Policy& p = load.config.policy;
@@ -75,6 +77,21 @@ routing_table = 100
   EXPECT_EQ(p.watchdog.min_timeout, 100ms);
   EXPECT_EQ(load.config.daemon.addressing, Addressing::permissive);
   EXPECT_EQ(load.config.daemon.routing_table, 100u);
+  EXPECT_TRUE(load.config.daemon.native_conntrack);
+  EXPECT_EQ(load.config.daemon.native_prefixes_v4,
+            (std::vector<std::string>{"192.168.0.0/16", "10.1.2.3/32"}));
+  EXPECT_EQ(load.config.daemon.native_prefixes_v6, (std::vector<std::string>{"fd00::/8"}));
+}
+
+TEST(PolicyConfig, NativePrefixesMustBePrefixes) {
+  for (const char* bad : {"\"192.168.0.0\"", "\"192.168.0.0/33\"", "\"fd00::/129\"",
+                          "\"host.lan/24\"", "\"1.2.3.4/8x\"", "\"1.2.3.4/\"", "3"}) {
+    const std::string text = std::string("[daemon]\nnative_prefixes = [") + bad + "]\n";
+    EXPECT_NE(one_error(text).find("q.toml:2:20: native_prefixes: each must be"),
+              std::string::npos) << bad << ": " << one_error(text);
+  }
+  EXPECT_NE(one_error("[daemon]\nnative_prefixes = \"10.0.0.0/8\"\n").find("must be an array"),
+            std::string::npos);
 }
 
 TEST(PolicyConfig, UnknownKeysAreErrors) {
