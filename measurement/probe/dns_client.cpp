@@ -11,8 +11,13 @@
 
 namespace quicstep::measurement::probe {
 
-DnsClient::DnsClient(const sockaddr_storage& server, std::uint64_t timeout_ns, std::string* error)
-    : server_(server), timeout_ns_(timeout_ns) {
+namespace {
+constexpr unsigned kResends = 2;
+}  // namespace
+
+DnsClient::DnsClient(const sockaddr_storage& server, std::uint64_t timeout_ns,
+                     std::size_t max_in_flight, std::string* error)
+    : server_(server), timeout_ns_(timeout_ns), max_in_flight_(std::max<std::size_t>(1, max_in_flight)) {
   const sockaddr_storage any = wildcard(server.ss_family);
   sock_ = server_testbed::UdpSocket::open_client(any, server_testbed::sockaddr_len(any), error);
 }
@@ -31,6 +36,23 @@ void DnsClient::send(const Query& q) {
 
 void DnsClient::resolve(const std::string& name, std::uint16_t qtype, std::uint64_t now_ns,
                         Callback done) {
+  if (pending_.size() >= max_in_flight_ || !waiting_.empty()) {
+    waiting_.push_back(Waiting{name, qtype, std::move(done)});
+    return;
+  }
+  start(name, qtype, now_ns, std::move(done));
+}
+
+void DnsClient::start_waiting(std::uint64_t now_ns) {
+  while (!waiting_.empty() && pending_.size() < max_in_flight_) {
+    Waiting w = std::move(waiting_.front());
+    waiting_.pop_front();
+    start(w.name, w.qtype, now_ns, std::move(w.done));
+  }
+}
+
+void DnsClient::start(const std::string& name, std::uint16_t qtype, std::uint64_t now_ns,
+                      Callback done) {
   const std::uint16_t id = fresh_id();
   auto wire = build_address_query(id, name, qtype);
   if (!wire) {
@@ -39,13 +61,13 @@ void DnsClient::resolve(const std::string& name, std::uint16_t qtype, std::uint6
     done(answer);
     return;
   }
-  Query q{name, qtype, std::move(*wire), now_ns + timeout_ns_ / 2, now_ns + timeout_ns_,
-          std::move(done)};
+  Query q{name,    qtype, std::move(*wire), now_ns + timeout_ns_ / (kResends + 1), kResends,
+          now_ns + timeout_ns_, std::move(done)};
   send(q);
   pending_.emplace(id, std::move(q));
 }
 
-void DnsClient::on_readable(std::uint64_t) {
+void DnsClient::on_readable(std::uint64_t now_ns) {
   std::array<std::uint8_t, 4096> buf;
   for (int i = 0; i < 64; ++i) {
     sockaddr_storage from{};
@@ -64,6 +86,7 @@ void DnsClient::on_readable(std::uint64_t) {
     pending_.erase(it);
     done(*answer);
   }
+  start_waiting(now_ns);
 }
 
 void DnsClient::on_expiry(std::uint64_t now_ns) {
@@ -72,7 +95,8 @@ void DnsClient::on_expiry(std::uint64_t now_ns) {
     if (now_ns >= q.deadline) {
       expired.push_back(id);
     } else if (q.resend_at != 0 && now_ns >= q.resend_at) {
-      q.resend_at = 0;
+      --q.resends_left;
+      q.resend_at = q.resends_left == 0 ? 0 : q.resend_at + timeout_ns_ / (kResends + 1);
       send(q);
     }
   }
@@ -83,6 +107,7 @@ void DnsClient::on_expiry(std::uint64_t now_ns) {
     answer.status = DnsStatus::timeout;
     done(answer);
   }
+  start_waiting(now_ns);
 }
 
 std::uint64_t DnsClient::next_deadline() const {

@@ -20,6 +20,7 @@ struct ProbeConfig {
   std::size_t threads = 1;                 // event loops
   std::size_t concurrency = 1000;          // connections in flight per process
   double rate = 0;                         // new connections per second, 0 = unlimited
+  std::size_t dns_concurrency = 200;      // DNS queries in flight per process (--dns-concurrency)
   unsigned per_prefix = 0;                 // connections in flight per /24 or /48, 0 = no limit
   std::uint64_t timeout_ns = 5'000'000'000;  // per step: DNS, handshake, response, post-switch
   bool ipv4 = true;                        // --family 4|6|both

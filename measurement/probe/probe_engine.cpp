@@ -72,6 +72,9 @@ struct ProbeEngine::AddressTask {
   TryKind kind = TryKind::nat_rebinding;
   std::unique_ptr<ProbeConnection> conn;
   bool done_listed = false;  // in done_, waiting for reap()
+  // Set when an earlier name of the domain has the same address: this task is never run
+  // and its record is a copy of that task's, with same_as naming the other name.
+  AddressTask* same_as = nullptr;
 
   AddressTask(std::size_t tries) : nat(tries), port(tries), address(tries) {}
   TryTally& tally(TryKind k) {
@@ -195,6 +198,7 @@ void ProbeEngine::resolve_name(Domain& d, std::size_t i, std::uint64_t now) {
 }
 
 void ProbeEngine::on_name_resolved(Domain& d) {
+  std::unordered_map<std::string, AddressTask*> probed;  // address → its task in this domain
   for (std::size_t i = 0; i < d.record.names.size(); ++i) {
     NameRecord& name = d.record.names[i];
     const DnsStatus a = d.a_status[i], aaaa = d.aaaa_status[i];
@@ -214,6 +218,12 @@ void ProbeEngine::on_name_resolved(Domain& d) {
         task->record.family = family;
         task->addr = with_port(*ip, config_.port);
         task->sni = name.name;
+        if (auto [it, fresh] = probed.emplace(task->record.ip, task.get()); !fresh) {
+          task->same_as = it->second;  // probed once, for the first name that has it
+          d.tasks.push_back(std::move(task));
+          continue;
+        }
+        ++d.open_tasks;
         if (!second) task->address.set_untried(Label::not_run);
         ready_.push_back(task.get());
         d.tasks.push_back(std::move(task));
@@ -222,7 +232,6 @@ void ProbeEngine::on_name_resolved(Domain& d) {
     if (config_.ipv4) add(name.a, 4);
     if (config_.ipv6) add(name.aaaa, 6);
   }
-  d.open_tasks = d.tasks.size();
   if (d.open_tasks == 0) finish_domain(d, now_ns());
 }
 
@@ -336,6 +345,13 @@ void ProbeEngine::schedule_or_finish(AddressTask& t) {
 }
 
 void ProbeEngine::finish_domain(Domain& d, std::uint64_t now) {
+  // Copies first (the tasks they copy come earlier and are moved from below).
+  for (auto& task : d.tasks) {
+    if (!task->same_as) continue;
+    AddressRecord copy = task->same_as->record;
+    copy.same_as = d.record.names[task->same_as->name_index].name;
+    task->record = std::move(copy);
+  }
   for (auto& task : d.tasks) {
     d.record.names[task->name_index].addresses.push_back(std::move(task->record));
   }
@@ -405,7 +421,9 @@ bool ProbeEngine::run(std::string* error) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake);
   int dns_fd = -1;
   if (!config_.static_hosts) {
-    dns_ = std::make_unique<DnsClient>(*config_.dns, config_.timeout_ns, error);
+    const std::size_t dns_share = std::max<std::size_t>(
+        1, (config_.dns_concurrency + config_.threads - 1) / std::max<std::size_t>(1, config_.threads));
+    dns_ = std::make_unique<DnsClient>(*config_.dns, config_.timeout_ns, dns_share, error);
     if (!dns_->valid()) return false;
     dns_fd = dns_->fd();
     epoll_event ev{};

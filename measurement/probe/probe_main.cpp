@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
   app.add_option("--rate", config.rate, "new connections per second, all threads (0: no limit)")
       ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--dns-concurrency", config.dns_concurrency,
+                 "DNS queries in flight per process, all threads (more wait their turn)")
+      ->check(CLI::Range(1, 100000));
   app.add_option("--per-24", config.per_prefix,
                  "connections in flight per IPv4 /24 or IPv6 /48 (0: no limit)");
   app.add_option("--timeout-ms", timeout_ms,

@@ -25,6 +25,7 @@ json address_json(const AddressRecord& a) {
   j["ip"] = a.ip;
   j["family"] = a.family;
   j["quic"] = a.quic;
+  j["same_as"] = a.same_as ? json(*a.same_as) : json(nullptr);
   j["error"] = a.error ? json(*a.error) : json(nullptr);
   if (a.facts) {
     const ConnectionFacts& f = *a.facts;

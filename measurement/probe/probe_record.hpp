@@ -40,6 +40,9 @@ struct AddressRecord {
   std::optional<std::string> error;  // why quic is false (or the first response failed)
   std::optional<ConnectionFacts> facts;
   TestRecord port_migration, nat_rebinding, address_migration;
+  // The name whose probe of this same address this record copies (an address is probed
+  // once per domain: www.<apex> usually shares the apex's); unset when probed for this name.
+  std::optional<std::string> same_as;
 };
 
 struct NameRecord {

@@ -127,6 +127,11 @@ class ProbeLabels(unittest.TestCase):
                 self.assertEqual(n["dns"]["a"], [env.SERVERS[name][0]], n)
                 self.assertEqual(len(n["addresses"]), 1, n)
                 self.check_address(name, n["addresses"][0], 1)
+            # One address, probed once: www.'s record is the apex's, and says so.
+            self.assertIsNone(apex["addresses"][0]["same_as"])
+            self.assertEqual(www["addresses"][0]["same_as"], name)
+            copy = dict(www["addresses"][0], same_as=None)
+            self.assertEqual(copy, apex["addresses"][0])
         # dnsmasq without upstream refuses names it does not know: servfail, no address.
         for n in by_domain["missing.test"]["names"]:
             self.assertIn(n["dns"]["status"], ("servfail", "nxdomain"), n)

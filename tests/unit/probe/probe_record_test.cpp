@@ -47,6 +47,7 @@ TEST(ProbeRecord, FullRecord) {
   EXPECT_EQ(j["names"][0]["dns"]["aaaa"], nlohmann::json::array());
   EXPECT_EQ(addr["version"], "0x00000001");
   EXPECT_EQ(addr["error"], nullptr);
+  EXPECT_EQ(addr["same_as"], nullptr);  // probed for this name
   EXPECT_EQ(addr["retry"], false);
   EXPECT_EQ(addr["transport_parameters"]["active_connection_id_limit"], 8);
   EXPECT_EQ(addr["transport_parameters"]["disable_active_migration"], false);
@@ -80,6 +81,20 @@ TEST(ProbeRecord, NoQuic) {
   EXPECT_EQ(addr["family"], 6);
   EXPECT_EQ(addr["version"], nullptr);
   EXPECT_EQ(addr["transport_parameters"], nullptr);
+}
+
+TEST(ProbeRecord, SameAsNamesTheProbeThisAddressCopies) {
+  DomainRecord r;
+  r.domain = "c.test";
+  NameRecord n;
+  n.name = "www.c.test";
+  AddressRecord a;
+  a.ip = "198.18.0.9";
+  a.same_as = "c.test";
+  n.addresses.push_back(a);
+  r.names.push_back(n);
+  const auto j = nlohmann::json::parse(to_json_line(r));
+  EXPECT_EQ(j["names"][0]["addresses"][0]["same_as"], "c.test");
 }
 
 TEST(ProbeRecord, BadInputAndInvalidUtf8) {
