@@ -411,8 +411,12 @@ def report(quic, tcp, args, bins):
                          f"~{1e6 / max(cost[m], 1e-3):.0f} pps per core")
         for g in ("gate", "gate-cpu1"):
             if g in cost and "retry" in cost:
-                lines.append(f"- {g} vs host Retry, per-core capacity from CPU cost: "
-                             f"{cost['retry'] / cost[g]:.2f}x")
+                if cost[g] > 0 and cost["retry"] > 0:
+                    lines.append(f"- {g} vs host Retry, per-core capacity from CPU cost: "
+                                 f"{cost['retry'] / cost[g]:.2f}x")
+                else:  # 1 tick = 10 ms: a short window at a low rate may show no CPU at all
+                    lines.append(f"- {g} vs host Retry: a cost too small to resolve in this "
+                                 "window (CPU within the idle share)")
         lines.append("")
         if not any(m.startswith("gate") for m in surv):
             lines.append("- gate: not measured (no quicstep-gate binary in the build)")
