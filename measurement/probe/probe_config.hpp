@@ -20,9 +20,12 @@ struct ProbeConfig {
   std::size_t threads = 1;                 // event loops
   std::size_t concurrency = 1000;          // connections in flight per process
   double rate = 0;                         // new connections per second, 0 = unlimited
-  std::size_t dns_concurrency = 200;      // DNS queries in flight per process (--dns-concurrency)
+  std::size_t dns_concurrency = 128;      // DNS queries in flight per process (--dns-concurrency)
   unsigned per_prefix = 0;                 // connections in flight per /24 or /48, 0 = no limit
   std::uint64_t timeout_ns = 5'000'000'000;  // per step: DNS, handshake, response, post-switch
+  // An address's first handshake fails this soon when the server sent nothing at all
+  // (--first-answer-timeout-ms; 0: timeout_ns applies). See TryOptions.
+  std::uint64_t first_answer_timeout_ns = 0;
   bool ipv4 = true;                        // --family 4|6|both
   bool ipv6 = true;
   bool with_www = true;                    // probe www.<domain> too

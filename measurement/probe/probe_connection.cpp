@@ -134,7 +134,9 @@ int ProbeConnection::init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp n
                           std::string* error) {
   started_ = now;
   last_ts_ = now;
-  step_deadline_ = now + options_.step_timeout;
+  step_deadline_ = now + (options_.first_answer_timeout != 0
+                              ? std::min(options_.first_answer_timeout, options_.step_timeout)
+                              : options_.step_timeout);
   sock_ = open_connected(options_.local, options_.server, &local_now_, error);
   if (!sock_.valid()) return -1;
   registry_.watch(sock_.fd(), this);
@@ -429,6 +431,10 @@ void ProbeConnection::read_socket(UdpSocket& sock, bool old_path, ngtcp2_tstamp 
                                         static_cast<std::size_t>(n), now);
     reading_old_ = false;
     if (rv != 0) return on_read_error(rv, now);
+    if (before == Step::handshake && !answered_) {
+      answered_ = true;  // the server answers: the whole step timeout applies
+      step_deadline_ = std::max(step_deadline_, started_ + options_.step_timeout);
+    }
     if (before == Step::handshake && step_ == Step::first_response) {
       outcome_.facts.handshake_ms = ms(now - started_);
       step_deadline_ = now + options_.step_timeout;

@@ -36,6 +36,11 @@ struct TryOptions {
   std::string sni;                  // SNI and :authority
   std::string alpn = "h3";
   ngtcp2_duration step_timeout = 5 * NGTCP2_SECONDS;
+  // When non-zero (and shorter than step_timeout): the handshake fails as "timeout" if no
+  // packet at all came from the server by then; the first packet extends the handshake's
+  // deadline to step_timeout after the start. ngtcp2 resends the first Initial after its
+  // first PTO (about 1 s with its default initial RTT of 333 ms).
+  ngtcp2_duration first_answer_timeout = 0;
 };
 
 struct TryOutcome {
@@ -126,6 +131,7 @@ class ProbeConnection {
   bool reading_old_ = false;
   bool switch_pending_ = false;
   bool icmp_seen_ = false;
+  bool answered_ = false;  // a packet from the server was read during the handshake
   bool pv_result_pending_ = false;
   bool pv_success_ = false;
   bool facts_collected_ = false;

@@ -274,6 +274,9 @@ void ProbeEngine::start_try(AddressTask& t, std::uint64_t now) {
   o.sni = t.sni;
   o.alpn = config_.alpn;
   o.step_timeout = config_.timeout_ns;
+  // Only the first try of an address is cut short: a silent address is then given up on
+  // early, while later tries go to an address known to answer.
+  if (!t.first_done) o.first_answer_timeout = config_.first_answer_timeout_ns;
   std::string error;
   t.conn = ProbeConnection::start(o, cred_, *this, now, &error);
   if (t.conn) {

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   config.threads = cores;
   unsigned timeout_ms = 5000;
+  unsigned first_answer_ms = 0;
   bool no_www = false;
   bool sni_from_name = true;
   app.add_option("--dns", dns, "recursive resolver ADDR[:port] (port 53 by default)");
@@ -82,6 +83,10 @@ int main(int argc, char** argv) {
   app.add_option("--timeout-ms", timeout_ms,
                  "timeout of each step: DNS, handshake, first response, after the switch")
       ->check(CLI::Range(10u, 600000u));
+  app.add_option("--first-answer-timeout-ms", first_answer_ms,
+                 "an address's first handshake gives up this soon when the server sent "
+                 "nothing (0: --timeout-ms)")
+      ->check(CLI::Range(0u, 600000u));
   app.add_option("--family", family, "address families probed: 4, 6 or both")
       ->check(CLI::IsMember({"4", "6", "both"}));
   app.add_flag("--no-www", no_www, "probe the apex name only");
@@ -123,6 +128,7 @@ int main(int argc, char** argv) {
   config.ipv6 = family != "4";
   config.with_www = !no_www;
   config.timeout_ns = std::uint64_t{timeout_ms} * 1'000'000;
+  config.first_answer_timeout_ns = std::uint64_t{first_answer_ms} * 1'000'000;
   config.local4 = wildcard(AF_INET);
   config.local6 = wildcard(AF_INET6);
   if (!local4.empty() && !set_local(local4, AF_INET, "--local-address", &config.local4)) return 2;

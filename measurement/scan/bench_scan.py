@@ -51,8 +51,16 @@ def main():
     ap.add_argument("--concurrency", type=int, default=1000)
     ap.add_argument("--resolver", choices=("static", "dns"), default="static")
     ap.add_argument("--per-24", type=int, default=0, help="prober --per-24 (0: no limit)")
+    ap.add_argument("--probe-args", default="",
+                    help="extra quicstep-scan options for --probe, e.g. '--first-answer-timeout-ms 1500'")
+    ap.add_argument("--compare-probe", help="a second prober (e.g. an older build) run "
+                    "alternately with --probe on the same population, for a side-by-side table")
+    ap.add_argument("--compare-args", default="", help="extra options for --compare-probe")
+    ap.add_argument("--rounds", type=int, default=1, help="scans per prober, alternated")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
+    a.probe_args = a.probe_args.split()
+    a.compare_args = a.compare_args.split()
 
     quic = round(a.domains * a.quic_share)
     counts = {g.name: 0 for g in lp.GROUPS}
@@ -69,61 +77,87 @@ def main():
             pop.start_delay_line(a.delay_line, a.one_way_ms)
         rtt = lp.netns(lp.NS_C, "ping", "-c", "5", "-i", "0.2", "-q", "198.18.130.1",
                        check=False).stdout.strip().splitlines()[-1]
-        out = os.path.join(work, "scan")
-        cmd = ["ip", "netns", "exec", lp.NS_C, sys.executable, os.path.join(HERE, "quicstep-scan"),
-               "run", pop.list_path, "--out", out, "--probe", a.probe, "--progress", "lines",
-               "--workers", str(a.workers), "--timeout-ms", str(a.timeout_ms),
-               *(["--dns", lp.D4] if a.resolver == "dns" else
-                 ["--static-hosts", pop.static_hosts_path]),
-               "--tries", str(a.tries), "--concurrency", str(a.concurrency),
-               "--per-24", str(a.per_24),
-               "--second-local-address", lp.C4_2, "--second-local-address6", lp.C6_2]
-        cpu0 = os.times()
-        t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        samples = []  # (seconds, records written): the steady rate excludes ramp-up and tail
-        results = os.path.join(out, "results.jsonl")
-        while proc.poll() is None:
-            time.sleep(0.25)
-            if os.path.exists(results):
-                with open(results, "rb") as f:
-                    samples.append((time.monotonic() - t0, f.read().count(b"\n")))
-        stdout, stderr = proc.communicate()
-        p = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
-        wall = time.monotonic() - t0
-        cpu1 = os.times()
-        if p.returncode != 0:
-            print(p.stderr[-3000:], file=sys.stderr)
-            return 1
-        recs = records.load_latest(os.path.join(out, "results.jsonl"))
-        got = {d: (classify(r).name, classify(r).port_migration) for d, r in recs.items()}
-        wrong = sorted(d for d in truth if got.get(d) != truth[d])
-        rate = len(recs) / wall
-        lo = next((t, n) for t, n in samples if n >= 0.1 * len(truth))
-        hi = next((t, n) for t, n in samples if n >= 0.8 * len(truth))
-        steady = (hi[1] - lo[1]) / (hi[0] - lo[0]) if hi[0] > lo[0] else rate
-        children_cpu = (cpu1.children_user - cpu0.children_user
-                        + cpu1.children_system - cpu0.children_system)
-        result = {
-            "domains": len(truth), "quic_domains": quic, "silent_domains": counts["silent"],
-            "rtt_ping": rtt, "resolver": a.resolver, "one_way_ms": a.one_way_ms, "timeout_ms": a.timeout_ms,
-            "tries": a.tries, "workers": a.workers or os.cpu_count(),
-            "concurrency": a.concurrency, "per_24": a.per_24, "wall_s": round(wall, 1),
-            "domains_per_s": round(rate, 1), "wrong": len(wrong), "wrong_examples": wrong[:5],
-            "prober_cpu_s": round(children_cpu, 1),
-            "steady_domains_per_s": round(steady, 1),
-            "projected_1M_hours": round(1e6 / rate / 3600, 2),
-            "projected_1M_hours_steady": round(1e6 / steady / 3600, 2),
-            "paper_1M_hours": 5.0,
-            "speedup_vs_paper": round(5.0 * 3600 * rate / 1e6, 1),
-        }
-        print(p.stdout)
-        print(json.dumps(result, indent=1))
-        return 0 if not wrong else 1
+        variants = [("", a.probe, a.probe_args)]
+        if a.compare_probe:
+            variants.insert(0, ("before: ", a.compare_probe, a.compare_args))
+        status = 0
+        table = []
+        for rnd in range(a.rounds):
+            for label, probe, extra in variants:
+                out = os.path.join(work, f"scan{rnd}-{len(table)}")
+                result = run_scan(a, pop, truth, quic, counts, rtt, out, probe, extra)
+                if result is None:
+                    return 1
+                result["variant"] = (label or ("after: " if a.compare_probe else "")) + \
+                    os.path.relpath(probe) + (" " + " ".join(extra) if extra else "")
+                print(json.dumps(result, indent=1), flush=True)
+                table.append(result)
+                status |= 1 if result["wrong"] else 0
+        if len(table) > 1:
+            print("\n| variant | domains/s | steady | wrong | prober CPU | 1 M domains |")
+            for r in table:
+                print(f"| {r['variant']} | {r['domains_per_s']} | {r['steady_domains_per_s']}"
+                      f" | {r['wrong']} | {r['prober_cpu_s']} s | {r['projected_1M_hours']} h"
+                      f" ({r['projected_1M_hours_steady']} h steady) |")
+        return status
     finally:
         pop.stop()
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def run_scan(a, pop, truth, quic, counts, rtt, out, probe, extra):
+    """One scan of the population with `probe` (+ extra prober options): the result dict,
+    None when the scan failed."""
+    cmd = ["ip", "netns", "exec", lp.NS_C, sys.executable, os.path.join(HERE, "quicstep-scan"),
+           "run", pop.list_path, "--out", out, "--probe", probe, "--progress", "lines",
+           "--workers", str(a.workers), "--timeout-ms", str(a.timeout_ms),
+           *(["--dns", lp.D4] if a.resolver == "dns" else
+             ["--static-hosts", pop.static_hosts_path]),
+           "--tries", str(a.tries), "--concurrency", str(a.concurrency),
+           "--per-24", str(a.per_24),
+           "--second-local-address", lp.C4_2, "--second-local-address6", lp.C6_2, *extra]
+    cpu0 = os.times()
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    samples = []  # (seconds, records written): the steady rate excludes ramp-up and tail
+    results = os.path.join(out, "results.jsonl")
+    while proc.poll() is None:
+        time.sleep(0.25)
+        if os.path.exists(results):
+            with open(results, "rb") as f:
+                samples.append((time.monotonic() - t0, f.read().count(b"\n")))
+    stdout, stderr = proc.communicate()
+    p = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+    wall = time.monotonic() - t0
+    cpu1 = os.times()
+    if p.returncode != 0:
+        print(p.stderr[-3000:], file=sys.stderr)
+        return None
+    recs = records.load_latest(os.path.join(out, "results.jsonl"))
+    got = {d: (classify(r).name, classify(r).port_migration) for d, r in recs.items()}
+    wrong = sorted(d for d in truth if got.get(d) != truth[d])
+    rate = len(recs) / wall
+    lo = next((t, n) for t, n in samples if n >= 0.1 * len(truth))
+    hi = next((t, n) for t, n in samples if n >= 0.8 * len(truth))
+    steady = (hi[1] - lo[1]) / (hi[0] - lo[0]) if hi[0] > lo[0] else rate
+    children_cpu = (cpu1.children_user - cpu0.children_user
+                    + cpu1.children_system - cpu0.children_system)
+    result = {
+        "domains": len(truth), "quic_domains": quic, "silent_domains": counts["silent"],
+        "rtt_ping": rtt, "resolver": a.resolver, "one_way_ms": a.one_way_ms, "timeout_ms": a.timeout_ms,
+        "tries": a.tries, "workers": a.workers or os.cpu_count(),
+        "concurrency": a.concurrency, "per_24": a.per_24, "wall_s": round(wall, 1),
+        "domains_per_s": round(rate, 1), "wrong": len(wrong), "wrong_examples": wrong[:5],
+        "prober_cpu_s": round(children_cpu, 1),
+        "steady_domains_per_s": round(steady, 1),
+        "projected_1M_hours": round(1e6 / rate / 3600, 2),
+        "projected_1M_hours_steady": round(1e6 / steady / 3600, 2),
+        "paper_1M_hours": 5.0,
+        "speedup_vs_paper": round(5.0 * 3600 * rate / 1e6, 1),
+    }
+    print(p.stdout)
+    return result
 
 
 if __name__ == "__main__":

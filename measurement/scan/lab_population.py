@@ -350,8 +350,10 @@ class Population:
                 netns(ns, tool, "-w", "-t", "mangle", "-A", "OUTPUT", "-o", ifc, "-j", "NFQUEUE",
                       "--queue-num", str(queue), "--queue-bypass")
 
-    def counters(self, keys=("handshakes", "retry_sent", "retry_token_bad", "rejected_initial",
-                             "path_validated", "path_failed", "policy_ignored")) -> Dict[str, dict]:
+    def counters(self, keys=("accepted", "handshakes", "rejected_initial", "retry_sent",
+                             "token_valid", "token_replayed", "token_expired", "token_invalid",
+                             "token_unknown_key", "path_validated", "path_failed",
+                             "policy_ignored")) -> Dict[str, dict]:
         """quicstep-server counters per instance (its --stats-file, summed over workers):
         what a test prints when a class is wrong."""
         out = {}

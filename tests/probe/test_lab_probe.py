@@ -137,6 +137,23 @@ class ProbeLabels(unittest.TestCase):
             self.assertIn(n["dns"]["status"], ("servfail", "nxdomain"), n)
             self.assertEqual(n["addresses"], [])
 
+    def test_first_answer_timeout(self):
+        # A silent address is given up on at --first-answer-timeout-ms, not --timeout-ms (2 s);
+        # servers that answer (Retry included) get the whole step timeout and keep their labels.
+        names = ["silent.test", "retry.test", "full.test", "tcponly.test"]
+        p, records = run_probe(["--static-hosts", self.hosts, "--no-www", "--family", "4",
+                                "--tries", "1",
+                                "--first-answer-timeout-ms", "400"],
+                               "".join(f"{n}\n" for n in names))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        by_domain = {r["domain"]: r for r in records}
+        self.assertEqual(set(by_domain), set(names))
+        for name in names:
+            (a,) = by_domain[name]["names"][0]["addresses"]
+            self.check_address(name, a, 1)
+        self.assertLess(by_domain["silent.test"]["elapsed_ms"], 1500)
+        self.assertGreaterEqual(by_domain["silent.test"]["elapsed_ms"], 390)
+
     def test_rate_limit(self):
         # 10 domains x 3 connections (one try per test) at 10 new connections per second:
         # the first is free, the other 29 wait for tokens, so at least ~2.9 s.
