@@ -91,6 +91,8 @@ class Bench:
         self.procs.start(srv["netns"], ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
                                         key, cert], os.path.join(self.work, "server.log"))
         self.config = h.write_config(os.path.join(self.work, "q.toml"), c["channel"]["interface"])
+        self.config_permissive = h.write_config(os.path.join(self.work, "p.toml"),
+                                                c["channel"]["interface"], "permissive")
         self.sock = os.path.join(self.work, "control.sock")
         p = self.lab["provider"]
         self.prov_ns, self.prov_if = p["netns"], p["wg_interface"]
@@ -115,14 +117,16 @@ class Bench:
             else:
                 self.in_ns("nft", "-f", "-", stdin=EXTRA_NFT[extra] + "\n")
             return
-        if mode == "paper":
+        if mode in ("paper", "quicstepd-permissive"):  # the provider must accept native sources
             subprocess.run(["ip", "netns", "exec", self.prov_ns, "wg", "set", self.prov_if, "peer",
                             self.peer, "allowed-ips", self.allowed + "," + self.native_prefixes],
                            check=True)
+        if mode == "paper":
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "up"], check=True)
         elif base.startswith("quicstepd"):
             binary = mode.split("=", 1)[1] if "=" in mode else h.QSD
-            self.daemon = self.procs.start(self.ns, [binary, "--config", self.config, "--control",
+            config = self.config_permissive if mode == "quicstepd-permissive" else self.config
+            self.daemon = self.procs.start(self.ns, [binary, "--config", config, "--control",
                                                      self.sock, "--log-level", "warn"],
                                            os.path.join(self.work, "quicstepd.log"))
             h.wait_daemon(self.ns, self.sock, self.daemon)
@@ -146,6 +150,9 @@ class Bench:
         elif base.startswith("quicstepd") and self.daemon:
             self.procs.stop(self.daemon)
             self.daemon = None
+        if mode == "quicstepd-permissive":
+            subprocess.run(["ip", "netns", "exec", self.prov_ns, "wg", "set", self.prov_if, "peer",
+                            self.peer, "allowed-ips", self.allowed], check=True)
 
     def transfer(self, direction):
         out_dir = os.path.join("/dev/shm", f"qsd-bench-{os.getpid()}")
@@ -210,15 +217,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json")
     ap.add_argument("--modes", default="native,paper,quicstepd",
-                    help="comma-separated; also paper+ct, paper+nat, paper+set, paper+acct, "
-                         "paper+ipt (the paper's rules plus one of quicstepd's kernel features)")
+                    help="comma-separated; also quicstepd-permissive (no NAT: no conntrack), "
+                         "quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
+                         "paper+acct, paper+ipt (the paper's rules plus one of quicstepd's "
+                         "kernel features)")
     args = ap.parse_args()
     args.modes = args.modes.split(",")
     for m in args.modes:
         base, _, extra = m.partition("+")
         if base.startswith("quicstepd="):
             continue
-        if base not in ("native", "paper", "quicstepd") or (
+        if base not in ("native", "paper", "quicstepd", "quicstepd-permissive") or (
                 extra and (base != "paper" or extra not in {*EXTRA_NFT, "ipt"})):
             ap.error(f"unknown mode {m}")
     b = Bench(args)
