@@ -1,6 +1,5 @@
 #include "server_testbed/gate/gate_core.hpp"
 
-#include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 
 #include "server_testbed/bpf/steering_shared.h"
@@ -38,7 +37,7 @@ GateCore::Result GateCore::retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage
   const std::uint32_t workers = codec_.config().worker_count;
   const std::uint32_t worker = next_worker_++ % (workers == 0 ? 1 : workers);
   std::array<std::uint8_t, QS_STEER_MAX_CID_LEN> random{};
-  gnutls_rnd(GNUTLS_RND_NONCE, random.data(), random.size());
+  random_.fill(random.data(), random.size());
   ngtcp2_cid scid{};
   scid.datalen = codec_.cid_len();
   codec_.encode(worker, random, std::span<std::uint8_t>(scid.data, scid.datalen));
@@ -48,8 +47,8 @@ GateCore::Result GateCore::retry(const ngtcp2_pkt_hd& hd, const sockaddr_storage
     GateCounters::add(counters_.drop_not_initial);
     return r;
   }
-  const auto n = ngtcp2_crypto_write_retry(buf_.data(), buf_.size(), hd.version, &hd.scid,
-                                           &scid, &hd.dcid, tok.data(), toklen);
+  const auto n = retry_writer_.write(buf_.data(), buf_.size(), hd.version, &hd.scid, &scid,
+                                     &hd.dcid, tok.data(), toklen);
   if (n <= 0) {
     GateCounters::add(counters_.drop_not_initial);
     return r;

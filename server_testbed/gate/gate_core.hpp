@@ -1,6 +1,6 @@
 // GateCore: what quicstep-gate does with one datagram, without I/O. A v1 Initial without a
 // token gets a Retry (SCID naming a worker, round robin, via the server's CID codec; token
-// from the shared AddressValidator; integrity tag by ngtcp2_crypto_write_retry). An Initial
+// from the shared AddressValidator; integrity tag by RetryWriter: ngtcp2_pkt_write_retry with a kept AEAD context). An Initial
 // with a valid token is forwarded to the worker its DCID names (Retry token) or to the
 // worker the steering program's DCID hash picks (NEW_TOKEN token: the 0-RTT packets that
 // follow take the same hash), with the client address and original DCID. Everything else
@@ -19,7 +19,9 @@
 
 #include "server_testbed/address_validator.hpp"
 #include "server_testbed/cid_codec.hpp"
+#include "server_testbed/gate/retry_writer.hpp"
 #include "server_testbed/gate_forward.hpp"
+#include "server_testbed/token/random_pool.hpp"
 
 namespace quicstep::server_testbed::gate {
 
@@ -61,6 +63,8 @@ class GateCore {
   AddressValidator validator_;
   GateCounters& counters_;
   std::uint32_t next_worker_ = 0;
+  RetryWriter retry_writer_;
+  token::RandomPool random_;  // Retry SCIDs' random part
   std::array<std::uint8_t, 65536> buf_{};
 };
 

@@ -7,6 +7,8 @@
 #include <nettle/memops.h>
 #include <netinet/in.h>
 
+#include <string.h>
+
 #include <cstring>
 
 namespace quicstep::server_testbed::token {
@@ -102,9 +104,9 @@ TokenCodec::TokenCodec(std::span<const std::uint8_t> master, const TokenConfig& 
   gnutls_rnd(GNUTLS_RND_NONCE, &counter_, sizeof(counter_));
 }
 
-const std::array<std::uint8_t, 16>& TokenCodec::key_for(std::uint64_t seq) {
-  for (const auto& slot : keys_) {
-    if (slot.seq == seq) return slot.key;
+gcm_aes128_ctx& TokenCodec::gcm_for(std::uint64_t seq) {
+  for (auto& slot : keys_) {
+    if (slot.seq == seq) return slot.gcm;
   }
   KeySlot* victim = &keys_[0];  // the oldest sequence goes
   for (auto& slot : keys_) {
@@ -115,13 +117,16 @@ const std::array<std::uint8_t, 16>& TokenCodec::key_for(std::uint64_t seq) {
   // info = "key " || seq (8 octets, big endian)
   std::uint8_t info[12] = {'k', 'e', 'y', ' '};
   put_u64(info + 4, seq);
+  std::array<std::uint8_t, 16> key{};
   hmac_sha256_ctx ctx{};
   hmac_sha256_set_key(&ctx, prk_.size(), prk_.data());
   hkdf_expand(&ctx, reinterpret_cast<nettle_hash_update_func*>(&hmac_sha256_update),
               reinterpret_cast<nettle_hash_digest_func*>(&hmac_sha256_digest),
-              SHA256_DIGEST_SIZE, sizeof(info), info, victim->key.size(), victim->key.data());
+              SHA256_DIGEST_SIZE, sizeof(info), info, key.size(), key.data());
+  gcm_aes128_set_key(&victim->gcm, key.data());
+  explicit_bzero(key.data(), key.size());
   victim->seq = seq;
-  return victim->key;
+  return victim->gcm;
 }
 
 std::size_t TokenCodec::issue(TokenType type, std::span<std::uint8_t> out,
@@ -140,7 +145,7 @@ std::size_t TokenCodec::issue(TokenType type, std::span<std::uint8_t> out,
   p[3] = static_cast<std::uint8_t>(count >> 16);
   p[4] = static_cast<std::uint8_t>(count >> 8);
   p[5] = static_cast<std::uint8_t>(count);
-  gnutls_rnd(GNUTLS_RND_NONCE, p + 6, 8);
+  random_.fill(p + 6, 8);
 
   std::uint8_t plain[8 + 1 + kMaxCidLen];
   std::size_t plain_len = 8;
@@ -153,8 +158,7 @@ std::size_t TokenCodec::issue(TokenType type, std::span<std::uint8_t> out,
   std::uint8_t aad[kMaxAad];
   const std::size_t aad_len = build_aad(aad, p, client, type, rscid);
 
-  gcm_aes128_ctx gcm{};
-  gcm_aes128_set_key(&gcm, key_for(seq).data());
+  gcm_aes128_ctx& gcm = gcm_for(seq);
   gcm_aes128_set_iv(&gcm, kNonceLen, p + 2);
   gcm_aes128_update(&gcm, aad_len, aad);
   gcm_aes128_encrypt(&gcm, plain_len, p + kHeaderLen, plain);
@@ -208,8 +212,7 @@ Verdict TokenCodec::verify(std::span<const std::uint8_t> token, const ClientAddr
   std::uint8_t plain[8 + 1 + kMaxCidLen];
   std::uint8_t aad[kMaxAad];
   const std::size_t aad_len = build_aad(aad, p, client, type, dcid);
-  gcm_aes128_ctx gcm{};
-  gcm_aes128_set_key(&gcm, key_for(seq).data());
+  gcm_aes128_ctx& gcm = gcm_for(seq);
   gcm_aes128_set_iv(&gcm, kNonceLen, p + 2);
   gcm_aes128_update(&gcm, aad_len, aad);
   gcm_aes128_decrypt(&gcm, cipher_len, plain, p + kHeaderLen);
