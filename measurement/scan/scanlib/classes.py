@@ -1,6 +1,8 @@
 """A domain's class, decided from its record alone (no state, no I/O).
 
-Per address (every address of the apex and of www., IPv4 and IPv6):
+Per address (every address of the apex and of www., IPv4 and IPv6; a www. address the
+apex also has is probed once, and its record is a copy marked `same_as`, so it weighs
+nothing extra):
   quic           the QUIC handshake completed (`quic: true`)
   quicstep_ok    NAT rebinding passed (a new client port, same connection ID: the server
                  followed an address change it did not ask for), and the address migration
