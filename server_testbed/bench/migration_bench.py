@@ -30,6 +30,7 @@ Prints one line per configuration and writes everything as JSON (--json).
 import argparse
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -59,6 +60,13 @@ def softnet_dropped():
     veth delivers through the per-CPU backlog, net.core.netdev_max_backlog)."""
     with open("/proc/net/softnet_stat") as f:
         return sum(int(l.split()[1], 16) for l in f if l.strip())
+
+
+def children_cpu_s():
+    """CPU seconds (user + system) of the children waited for so far: taken around each
+    component's wait, it gives that component's CPU (ip netns exec and taskset exec)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def diff(after, before):
@@ -118,7 +126,8 @@ def run_load(args, work, tag):
                "--size", str(args.size), "--migrate-after", str(args.migrate_after),
                "--rate", str(args.rate / args.processes), "--timeout", str(args.timeout),
                "--migration", args.migration, "--hold", "--barrier-signal",
-               "--hold-wait", str(args.hold_wait), "--json", out]
+               "--hold-wait", str(args.hold_wait), "--json", out,
+               "--migrate-rate", str(args.migrate_rate / args.processes)]
         procs.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True), out))
     held, early, t_start = [], [], time.time()
     for p, _ in procs:  # each prints {"held": n} once its connections are held
@@ -133,13 +142,16 @@ def run_load(args, work, tag):
             p.send_signal(signal.SIGUSR1)
     release_spread_ms = (time.time() - t_release) * 1000
     conns, summaries = [], []
+    cpu0 = children_cpu_s()
     for (p, out), first in zip(procs, early):
         rest = first + p.communicate(timeout=args.timeout + 60)[0]
         summaries.append(json.loads(rest.strip().splitlines()[-1]))
         with open(out) as f:
             conns += json.load(f)["connections"]
     return conns, summaries, {"held": sum(held), "open_s": opened_s,
-                              "signal_spread_ms": release_spread_ms}
+                              "signal_spread_ms": release_spread_ms,
+                              "load_cpu_s": children_cpu_s() - cpu0,
+                              "migrate_s": time.time() - t_release}
 
 
 def run(args, steering, work, cert, key):
@@ -148,11 +160,16 @@ def run(args, steering, work, cert, key):
                         idle_timeout_ms=120000, duration_s=args.timeout * 3 + 120)
     delay = DelayLine(args.delay_line, args.rtt_ms, work) if args.rtt_ms > 0 else None
     udp_c, udp_s, backlog = udp_counters(env.NS_C), udp_counters(env.NS_S), softnet_dropped()
+    t_run = time.time()
     try:
         conns, summaries, barrier = run_load(args, work, "on" if steering else "off")
     finally:
+        wall_s = time.time() - t_run
+        cpu0 = children_cpu_s()
         delay_stats = delay.stop() if delay else None
+        cpu1 = children_cpu_s()
         stats = server.stop()
+        cpu2 = children_cpu_s()
     udp_c, udp_s = diff(udp_counters(env.NS_C), udp_c), diff(udp_counters(env.NS_S), udp_s)
     backlog = softnet_dropped() - backlog
     ok = [c for c in conns if c["success"]]
@@ -196,6 +213,13 @@ def run(args, steering, work, cert, key):
         "packets_after_migration": sent_after, "lost_after_migration": lost_after,
         "loss_after_migration": lost_after / max(1, sent_after),
         "rx_old_path_after_migration": tot("rx_old_path_after_migration"),
+        # The same loss, counting as delivered the server packets that reached the client's old
+        # socket after the switch (delivered by the network, discarded by the client's ngtcp2):
+        # per connection, missing server packet numbers beyond those old-path datagrams.
+        "loss_after_migration_net": (
+            tot("lost_sent_after_migration") + mis + sum(
+                max(0, c.get("missing_received_after_migration", 0) -
+                    c.get("rx_old_path_after_migration", 0)) for c in conns)) / max(1, sent_after),
         "datagrams": {"server_tx": server_tx, "server_rx": server_rx, "client_tx": client_tx,
                       "client_rx": client_rx},
         "datagrams_lost": net_lost,
@@ -205,6 +229,9 @@ def run(args, steering, work, cert, key):
         "kernel_backlog_dropped": backlog,
         "udp_client": udp_c, "udp_server": udp_s,
         "delay_line": delay_stats, "bpf": stats.get("bpf"),
+        "wall_s": wall_s, "cpu_s": {"load": barrier["load_cpu_s"], "delay_line": cpu1 - cpu0,
+                                    "server": cpu2 - cpu1},
+        "migrate_rate": args.migrate_rate,
         "errors": sorted({c.get("error", "") for c in conns if not c["success"]})[:5],
     }
     return r
@@ -219,11 +246,15 @@ def line(r):
             f" p99 {r['handover_ms_p99']:.1f} ms{rtts} (path rtt {r['rtt_ms']:.0f} ms,"
             f" ngtcp2 min_rtt p50 under load {r['load_min_rtt_ms_p50']:.1f} ms),"
             f" loss after migration {100 * r['loss_after_migration']:.2f}%"
-            f" ({r['lost_after_migration']}/{r['packets_after_migration']}),"
+            f" ({r['lost_after_migration']}/{r['packets_after_migration']};"
+            f" {100 * r['loss_after_migration_net']:.2f}% not counting old-path deliveries),"
             f" misdirected {100 * r['misdirected_share']:.1f}%,"
             f" datagrams dropped by the hosts {100 * r['datagram_loss']:.2f}%"
             f" ({r['datagrams_lost']}),"
-            f" kernel backlog drops {r['kernel_backlog_dropped']}")
+            f" kernel backlog drops {r['kernel_backlog_dropped']},"
+            f" old-path datagrams after the switch {r['rx_old_path_after_migration']},"
+            f" cpu s server {r['cpu_s']['server']:.1f} load {r['cpu_s']['load']:.1f}"
+            f" delay {r['cpu_s']['delay_line']:.1f} in {r['wall_s']:.0f} s wall")
 
 
 def main():
@@ -241,6 +272,9 @@ def main():
     p.add_argument("--migration", default="port", help="port | address | rebind | none")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--hold-wait", type=float, default=15)
+    p.add_argument("--migrate-rate", type=float, default=0,
+                   help="migrations per second after the release, all processes together "
+                        "(0: every connection as fast as the load processes can)")
     p.add_argument("--timeout", type=int, default=120)
     p.add_argument("--only", choices=("on", "off"), help="run one configuration only")
     p.add_argument("--json", help="write the results here")

@@ -79,7 +79,7 @@ struct RunInfo {
 // no pass over all connections per wake-up (10,000 connections made that the bottleneck).
 RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cred,
                 unsigned connections, double rate, unsigned timeout_s, double hold_wait_s,
-                bool barrier_signal,
+                bool barrier_signal, double migrate_rate,
                 std::vector<std::unique_ptr<qs::LoadConnection>>& conns,
                 std::vector<std::string>& start_errors) {
   RunInfo info;
@@ -89,7 +89,7 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
   ngtcp2_tstamp last_start = t0;
   std::size_t started = 0, done = 0, open = 0, held = 0;
   bool barrier_done = !opt.hold, announced = false, migrating = false;
-  std::size_t next_to_migrate = 0;
+  std::size_t next_to_migrate = 0, migrated_so_far = 0;
   ngtcp2_tstamp barrier_first = 0;
   std::vector<epoll_event> events(1024);
   std::vector<bool> counted_held(connections, false);
@@ -128,7 +128,8 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
     }
     info.max_open = std::max(info.max_open, open);
     const ngtcp2_tstamp wake =
-        migrating ? now : std::min(timers.next(), now + 10 * NGTCP2_MILLISECONDS);
+        migrating ? (migrate_rate > 0 ? std::min(timers.next(), now + NGTCP2_MILLISECONDS) : now)
+                  : std::min(timers.next(), now + 10 * NGTCP2_MILLISECONDS);
     const int wait_ms = wake > now ? static_cast<int>((wake - now + NGTCP2_MILLISECONDS - 1) / NGTCP2_MILLISECONDS) : 0;
     const int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), wait_ms);
     now = qs::monotonic_now();
@@ -161,7 +162,17 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
     // The barrier migrates kMigrateBatch connections per wake-up and reads in between, so
     // that the first connections' transfers go on while the others migrate (handovers are
     // timed with the kernel's receive timestamps, so unread answers do not inflate them).
-    for (std::size_t k = 0; migrating && k < kMigrateBatch; ++next_to_migrate) {
+    // With --migrate-rate the barrier is paced instead: migration k starts k / rate seconds
+    // after the release.
+    std::size_t budget = kMigrateBatch;
+    if (migrating && migrate_rate > 0) {
+      const double due = static_cast<double>(qs::monotonic_now() - barrier_first) /
+                         NGTCP2_SECONDS * migrate_rate + 1;
+      budget = due > static_cast<double>(migrated_so_far)
+                   ? std::min<std::size_t>(kMigrateBatch, static_cast<std::size_t>(due) - migrated_so_far)
+                   : 0;
+    }
+    for (std::size_t k = 0; migrating && k < budget; ++next_to_migrate) {
       if (next_to_migrate >= started) {
         migrating = false;
         info.barrier_spread_ms =
@@ -173,6 +184,7 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
       c->migrate_now(qs::monotonic_now());
       touched(next_to_migrate);
       ++k;
+      ++migrated_so_far;
     }
   }
   close(ep);
@@ -250,7 +262,7 @@ int main(int argc, char** argv) {
   CLI::App app{"quicstep-load: concurrent migrating HTTP/3 downloads"};
   std::string server = "198.18.210.10", local = "198.18.210.2", migrate_to, mode = "port", json_file;
   unsigned port = 443, connections = 10, timeout_s = 30;
-  double rate = 0, hold_wait_s = 10;
+  double rate = 0, hold_wait_s = 10, migrate_rate = 0;
   bool no_loss_count = false, barrier_signal = false;
   qs::LoadOptions opt;
   app.add_option("--server", server, "server address");
@@ -270,6 +282,8 @@ int main(int argc, char** argv) {
   app.add_option("--hold-wait", hold_wait_s,
                  "hold mode: migrate this many seconds after the last start even if some "
                  "connections are not yet held");
+  app.add_option("--migrate-rate", migrate_rate,
+                 "hold mode: migrations per second after the release (0: as fast as possible)");
   app.add_flag("--barrier-signal", barrier_signal,
                "hold mode: once held, print {\"held\": n} and migrate on SIGUSR1");
   app.add_flag("--no-loss-count", no_loss_count, "skip the qlog-based loss counting");
@@ -311,7 +325,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> start_errors(connections);
   if (barrier_signal) std::signal(SIGUSR1, on_release);
   const RunInfo info = run_all(opt, cred, connections, rate, timeout_s, hold_wait_s,
-                               barrier_signal, conns, start_errors);
+                               barrier_signal, migrate_rate, conns, start_errors);
   nlohmann::json per;
   nlohmann::json summary = summarize(conns, start_errors, &per);
   summary["max_open"] = info.max_open;
