@@ -6,7 +6,7 @@ Root; throwaway namespaces qs-prb-c / qs-prb-s1 / qs-prb-d (198.18.128.0/18 with
 198.18.140.0/24, 2001:db8:128::/48). Needs QS_PROBE and QS_SERVER (ctest sets them).
 Asserts: every domain classified as its ground truth, three runs give identical classes,
 a run interrupted by SIGINT resumes to the same result, and two shards merge to it.
-Tuning (CI budget; about 2.5 minutes with the ASan build): QS_SCAN_TIMEOUT_MS per step
+Tuning (CI budget; 2.5 to 4 minutes with the ASan build): QS_SCAN_TIMEOUT_MS per step
 (default 2000: a silent address costs it once, a server ignoring the new path once per try;
 1000 let a loaded ASan server miss it), QS_SCAN_TRIES (default 3, the prober's default:
 the label is the majority), QS_SCAN_CONCURRENCY (default 150 domains in
