@@ -127,7 +127,13 @@ def stop_flood(flood):
 def quic_point(args, bins, work, cert, key, mode, rate, variant="initial"):
     """One measurement: server (+gate) fresh, flood at `rate`, legitimate load; one CSV row."""
     point = os.path.join(work, f"quic-{mode}-{variant}-{rate}")
-    os.makedirs(point, exist_ok=True)
+    # A mode listed again (alternating rounds) gets a fresh directory: a stats file left by
+    # the previous round would pass wait_file before this round's server and gate are up.
+    round_no = 1
+    while os.path.exists(point + ("" if round_no == 1 else f"-r{round_no}")):
+        round_no += 1
+    point += "" if round_no == 1 else f"-r{round_no}"
+    os.makedirs(point)
     stats_file = os.path.join(point, "server.json")
     name = f"fld{os.getpid()}{int(time.time() * 1000) % 100000}"
     extra = []
