@@ -64,6 +64,29 @@ std::string Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
       spec->exempt_v4.push_back(ep.substr(0, colon));
     }
   }
+  // The tunnel addresses (stateless addressing writes them itself): the first global one
+  // of each family. `ip -o address show`: "5: qs-wg0    inet 10.0.0.2/32 scope global ...".
+  auto addrs = run_process({"ip", "-o", "address", "show", "dev", interface_});
+  std::istringstream addr_lines(addrs.output);
+  for (std::string line; std::getline(addr_lines, line);) {
+    std::istringstream words(line);
+    std::string family, addr;
+    for (std::string w; words >> w;) {
+      if (w == "inet" || w == "inet6") {
+        family = w;
+        words >> addr;
+        break;
+      }
+    }
+    if (addr.empty() || line.find(" scope global") == std::string::npos) continue;
+    addr = addr.substr(0, addr.find('/'));
+    std::string& slot = family == "inet" ? spec->tunnel_v4 : spec->tunnel_v6;
+    if (slot.empty()) slot = addr;
+  }
+  if (spec->nat && spec->stateless && spec->tunnel_v4.empty() && spec->tunnel_v6.empty()) {
+    return "stateless addressing: the channel interface " + interface_ +
+           " has no global address";
+  }
   rp_filter_saved_ = trim(read_file(rp_filter_path(interface_)));
   if (rp_filter_saved_ == "1") std::ofstream(rp_filter_path(interface_)) << "2\n";
   return {};

@@ -52,7 +52,8 @@ std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* rout
   r->queue_outbound = d.queue_outbound;
   r->queue_inbound = d.queue_inbound;
   r->channel_interface = d.channel_interface;
-  r->nat = d.addressing == Addressing::nat;
+  r->nat = d.addressing != Addressing::permissive;
+  r->stateless = d.addressing == Addressing::stateless;
   r->track_native = d.native_conntrack;
   r->native_v4 = d.native_prefixes_v4;
   r->native_v6 = d.native_prefixes_v6;
@@ -189,6 +190,11 @@ std::optional<std::uint32_t> Daemon::Impl::decide_out(const QueuedPacket& p) {
   // Keep the kernel's native set in step (one nft call per flow and second at most).
   if (auto ip = common::parse_ip_packet(p.payload); ip.ok()) {
     const auto key = common::FlowKey::from_client(*ip);
+    // A watched flow stays queued until confirmed: the watchdog counts its packets.
+    const FlowEntry* f = classifier->find_flow(key);
+    if (f != nullptr && f->state == FlowState::native_pending) {
+      return (p.mark & ~spec.mark_mask) | spec.mark_native;
+    }
     auto it = recent_native.find(key);
     if (it == recent_native.end() || now - it->second > std::chrono::seconds(1)) {
       if (recent_native.size() >= 4096) recent_native.clear();
@@ -214,6 +220,8 @@ void Daemon::Impl::after_burst() {
           break;
         case FlowEvent::Kind::confirmed:
           element_batch += delete_element_text(spec.table, FlowSet::watch, e.flow);
+          recent_native[e.flow] = steady_now();
+          element_batch += add_element_text(spec.table, FlowSet::native, e.flow, spec.native_timeout);
           break;
         case FlowEvent::Kind::failed_back:
           spdlog::warn("migration failed: {}:{} back on the channel", e.flow.server.to_string(),
@@ -275,6 +283,13 @@ void Daemon::Impl::reload() {
   }
   new_spec.exempt_v4 = spec.exempt_v4;
   new_spec.exempt_v6 = spec.exempt_v6;
+  new_spec.tunnel_v4 = spec.tunnel_v4;
+  new_spec.tunnel_v6 = spec.tunnel_v6;
+  if (new_spec.stateless && new_spec.tunnel_v4.empty() && new_spec.tunnel_v6.empty()) {
+    spdlog::error("reload refused: stateless addressing needs an address on {}",
+                  new_spec.channel_interface);
+    return;
+  }
   // The same ruleset: the table stays, with its flow sets and counters. A different one
   // replaces it atomically; its sets start empty, so native flows pass the queue once more
   // (the daemon re-adds them) and pinned or watched flows are queued until they end.

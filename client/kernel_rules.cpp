@@ -57,9 +57,18 @@ std::string remove_kernel_rules(std::string_view table) {
   return out;
 }
 
-std::map<std::string, KernelCounter> parse_kernel_counters(const std::string& text) {
+std::map<std::string, KernelCounter> parse_kernel_counters(const std::string& output) {
   std::map<std::string, KernelCounter> out;
-  auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // The output interleaves stderr: nft 1.0.6 warns "stmt ops map have no json callback" for
+  // the stateless rewrite's map statements (lines without braces). The document runs from
+  // the first line that starts with '{' to the last '}'.
+  std::size_t start = output.rfind('{', 0) == 0 ? 0 : output.find("\n{");
+  const std::size_t end = output.rfind('}');
+  if (start == std::string::npos || end == std::string::npos) return out;
+  if (output[start] == '\n') ++start;
+  if (end < start) return out;
+  auto doc = nlohmann::json::parse(output.substr(start, end + 1 - start), nullptr,
+                                   /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("nftables") || !doc["nftables"].is_array()) return out;
   for (const auto& item : doc["nftables"]) {
     // An anonymous counter of a rule, named by the rule's comment (the bulk path's).

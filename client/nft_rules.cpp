@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace quicstep::client {
 namespace {
@@ -47,6 +48,41 @@ bool valid_address_text(std::string_view a) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
            c == '.' || c == ':' || c == '/';
   });
+}
+
+bool stateless_nat(const RulesetSpec& s) { return s.nat && s.stateless; }
+
+// Stateless nat: the reverse maps, keyed in outbound orientation (local port . remote port .
+// remote addr; ports first: nft 1.0.6 cannot generate an ipv6-first concatenation with an
+// ipv6 value). Their timeout is the flow sets' (an idle channel flow is forgotten as such).
+void reverse_maps(std::ostringstream& o, const RulesetSpec& s) {
+  for (const char* fam : {"4", "6"}) {
+    const char* addr = fam[0] == '4' ? "ipv4_addr" : "ipv6_addr";
+    o << "  map rev" << fam << " {\n    type inet_service . inet_service . " << addr << " : "
+      << addr << "\n    flags dynamic,timeout\n    timeout " << s.native_timeout.count()
+      << "s\n    size " << s.set_size << "\n  }\n";
+    o << "  map revany" << fam << " {\n    type " << addr << " : " << addr
+      << "\n    flags dynamic,timeout\n    timeout " << s.native_timeout.count() << "s\n    size "
+      << s.set_size << "\n  }\n";
+  }
+}
+
+// account_channel's rewrite: the source becomes the tunnel address, the reverse maps learn
+// the local address. A family without a tunnel address is dropped (as masquerade would).
+void rewrite_source(std::ostringstream& o, const RulesetSpec& s) {
+  for (const auto& [fam, ip, tunnel] :
+       {std::tuple{"4", "ip", &s.tunnel_v4}, std::tuple{"6", "ip6", &s.tunnel_v6}}) {
+    const std::string nfproto = fam[0] == '4' ? "ipv4" : "ipv6";
+    if (tunnel->empty()) {
+      o << "    meta nfproto " << nfproto << " drop\n";
+      continue;
+    }
+    const std::string differs = std::string("    ") + ip + " saddr != " + *tunnel;
+    o << differs << " meta l4proto { tcp, udp } update @rev" << fam << " { th sport . th dport . "
+      << ip << " daddr : " << ip << " saddr }\n"
+      << differs << " update @revany" << fam << " { " << ip << " daddr : " << ip << " saddr } "
+      << ip << " saddr set " << *tunnel << "\n";
+  }
 }
 
 void flow_sets(std::ostringstream& o, const RulesetSpec& s) {
@@ -143,8 +179,9 @@ void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
 void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
   // Zones are needed only when conntrack sees native packets: they keep a channel NAT
   // binding off the same 5-tuple sent natively. Untracked native packets never meet one.
-  const std::string zone =
-      s.nat && s.track_native ? " ct zone set " + std::to_string(s.ct_zone) : "";
+  const std::string zone = s.nat && !s.stateless && s.track_native
+                               ? " ct zone set " + std::to_string(s.ct_zone)
+                               : "";
   o << "  chain out_account {\n"
        "    type filter hook output priority -250; policy accept;\n"
        "    meta mark & " << hex(s.mark_mask) << " vmap { " << hex(s.mark_channel)
@@ -155,18 +192,26 @@ void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
        // Marked native by a daemon verdict (the kernel's fast path counted in quic_out).
     << hex(s.mark_native) << " : goto account_native }\n"
        "  }\n"
-       "  chain account_channel {\n    counter name \"channel_out\"" << zone << "\n  }\n"
+       "  chain account_channel {\n    counter name \"channel_out\"" << zone << "\n";
+  if (stateless_nat(s)) rewrite_source(o, s);
+  o << "  }\n"
        "  chain account_native {\n    counter name \"native_out\""
     << (s.track_native ? "" : " notrack") << "\n  }\n";
 }
 
 void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
-  const std::string zone =
-      s.nat && s.track_native ? " ct zone set " + std::to_string(s.ct_zone) : "";
+  const std::string zone = s.nat && !s.stateless && s.track_native
+                               ? " ct zone set " + std::to_string(s.ct_zone)
+                               : "";
   o << "  chain in_watch {\n"
-       "    type filter hook prerouting priority -310; policy accept;\n"
-       "    iifname \"" << s.channel_interface << "\" counter name \"channel_in\"" << zone
-    << " accept\n"
+       "    type filter hook prerouting priority -310; policy accept;\n";
+  if (stateless_nat(s)) {
+    o << "    iifname \"" << s.channel_interface << "\" goto from_channel\n";
+  } else {
+    o << "    iifname \"" << s.channel_interface << "\" counter name \"channel_in\"" << zone
+      << " accept\n";
+  }
+  o << 
        "    udp sport " << port_set(s.quic_ports) << " jump in_quic\n"
        "  }\n"
        "  chain in_quic {\n"
@@ -178,7 +223,20 @@ void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
        "  }\n"
        "  chain watch_in {\n    counter name \"watch_in\"\n    "
     << set_mark(s, s.mark_decide_in) << "\n  }\n";
-  if (s.nat) {
+  if (stateless_nat(s)) {
+    // Back to the local address the flow used: by its ports and remote address, else by the
+    // remote address alone; a packet neither map knows keeps the tunnel address (no socket).
+    o << "  chain from_channel {\n    counter name \"channel_in\"\n";
+    for (const auto& [fam, ip, tunnel] :
+         {std::tuple{"4", "ip", &s.tunnel_v4}, std::tuple{"6", "ip6", &s.tunnel_v6}}) {
+      if (tunnel->empty()) continue;
+      const std::string to = std::string("    ") + ip + " daddr " + *tunnel;
+      o << to << " meta l4proto { tcp, udp } " << ip << " daddr set th dport . th sport . " << ip
+        << " saddr map @rev" << fam << " accept\n"
+        << to << " " << ip << " daddr set " << ip << " saddr map @revany" << fam << " accept\n";
+    }
+    o << "  }\n";
+  } else if (s.nat) {
     o << "  chain post_nat {\n"
          "    type nat hook postrouting priority srcnat; policy accept;\n"
          "    oifname \"" << s.channel_interface << "\" masquerade\n"
@@ -220,6 +278,13 @@ std::string check_spec(const RulesetSpec& s) {
       if (!valid_address_text(a)) return "bad exempt address or prefix `" + a + "'";
     }
   }
+  if (stateless_nat(s)) {
+    for (const auto& a : {s.tunnel_v4, s.tunnel_v6}) {
+      if (!a.empty() && (!valid_address_text(a) || a.find('/') != std::string::npos)) {
+        return "bad tunnel address `" + a + "'";
+      }
+    }
+  }
   if (s.ct_zone == 0) return "conntrack zone 0 is the native zone";
   if (s.set_size == 0 || s.native_timeout.count() <= 0 || s.watch_timeout.count() <= 0) {
     return "set size and timeouts must be positive";
@@ -237,6 +302,7 @@ std::string ruleset_text(const RulesetSpec& s) {
     o << "  counter " << c << " {\n  }\n";
   }
   flow_sets(o, s);
+  if (stateless_nat(s)) reverse_maps(o, s);
   out_decide_chain(o, s);
   quic_out_chain(o, s);
   out_account_chain(o, s);

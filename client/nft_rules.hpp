@@ -24,6 +24,15 @@
 //        With track_native (nat mode) that separation is conntrack zone 1 for CHANNEL and
 //        DECIDE_OUT instead (native: zone 0, no NAT).
 //   srcnat `post_nat` (nat mode): out the channel interface -> masquerade (tunnel address).
+//   Stateless nat mode instead (no conntrack, no nat chain: conntrack's hooks are never
+//   registered, so the native bulk path pays nothing for them): `account_channel` records
+//   local port . remote port . remote addr -> local addr in @rev4/6 (and remote addr ->
+//   local addr in @revany4/6, the fallback for other protocols) and sets the source to the
+//   tunnel address (nft fixes the IP and L4 checksums); `in_watch` rewrites the destination
+//   of packets from the channel interface to the tunnel address back by those maps.
+//   Limits: ICMP errors keep the tunnel address in their inner header (the socket does not
+//   see them); two local addresses using the same local port to the same remote end share
+//   one map entry (the last one wins).
 // Input path: -310 `in_watch`: from the channel interface: counted (zone 1 with
 //   track_native in nat mode); native UDP from a QUIC port: `notrack` (unless track_native),
 //   and DECIDE_IN for a flow in @watch4/6; iptables raw PREROUTING queues DECIDE_IN (bypass).
@@ -57,6 +66,9 @@ struct RulesetSpec {
   std::uint16_t queue_inbound = 1;
   std::string channel_interface = "qs-wg0";
   bool nat = true;                       // nat addressing (false: permissive)
+  bool stateless = false;                // with nat: rewrite addresses without conntrack
+  std::string tunnel_v4;                 // stateless: the channel interface's addresses
+  std::string tunnel_v6;                 // (empty: that family's channel packets dropped)
   bool track_native = false;             // false: native packets are notrack (both ways)
   std::uint16_t ct_zone = 1;             // conntrack zone of channel packets (nat mode with
                                          // track_native only)

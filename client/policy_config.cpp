@@ -229,7 +229,8 @@ void load_policy(Loader& l, const toml::table& root, Policy* p) {
   }
   if (const auto* t = l.table(root, "watchdog")) {
     l.known_keys(*t, "watchdog", {"enabled", "rtt_multiplier", "min_timeout_ms",
-                                  "max_timeout_ms", "unknown_rtt_ms"});
+                                  "max_timeout_ms", "unknown_rtt_ms",
+                                  "min_unanswered_packets"});
     l.boolean(t, "enabled", &p->watchdog.enabled);
     l.integer(t, "rtt_multiplier", 1, 100, &p->watchdog.rtt_multiplier);
     l.duration<std::chrono::milliseconds>(t, "min_timeout_ms", 1, 60'000,
@@ -238,15 +239,18 @@ void load_policy(Loader& l, const toml::table& root, Policy* p) {
                                           &p->watchdog.max_timeout);
     l.duration<std::chrono::milliseconds>(t, "unknown_rtt_ms", 1, 60'000,
                                           &p->watchdog.unknown_rtt);
+    l.integer(t, "min_unanswered_packets", 1, 64, &p->watchdog.min_unanswered_packets);
     if (p->watchdog.min_timeout > p->watchdog.max_timeout) {
       const toml::node* n = t->get("min_timeout_ms") ? t->get("min_timeout_ms") : t;
       l.error(n->source(), "watchdog: min_timeout_ms must not exceed max_timeout_ms");
     }
   }
   if (const auto* t = l.table(root, "destination_cache")) {
-    l.known_keys(*t, "destination_cache", {"capacity", "ttl_s"});
+    l.known_keys(*t, "destination_cache", {"capacity", "ttl_s", "first_penalty_s"});
     l.integer(t, "capacity", 1, 1 << 22, &p->destinations.capacity);
     l.duration<std::chrono::seconds>(t, "ttl_s", 1, 365 * 86400, &p->destinations.ttl);
+    l.duration<std::chrono::seconds>(t, "first_penalty_s", 1, 365 * 86400,
+                                     &p->destinations.first_penalty);
   }
   if (const auto* t = l.table(root, "flow_table")) {
     l.known_keys(*t, "flow_table", {"capacity", "idle_timeout_s"});
@@ -307,7 +311,7 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   }
   l.string(t, "wg_config", &d->wg_config);
   std::size_t addressing = static_cast<std::size_t>(d->addressing);
-  l.word(t, "addressing", {"nat", "permissive"}, &addressing);
+  l.word(t, "addressing", {"nat", "permissive", "stateless"}, &addressing);
   d->addressing = static_cast<Addressing>(addressing);
   l.boolean(t, "native_conntrack", &d->native_conntrack);
   l.prefixes(t, "native_prefixes", &d->native_prefixes_v4, &d->native_prefixes_v6);
@@ -360,7 +364,12 @@ ConfigLoad load_config(const std::string& path) {
 }
 
 std::string_view to_string(Addressing a) {
-  return a == Addressing::nat ? "nat" : "permissive";
+  switch (a) {
+    case Addressing::nat: return "nat";
+    case Addressing::permissive: return "permissive";
+    case Addressing::stateless: return "stateless";
+  }
+  return "?";
 }
 
 std::string_view to_string(Route r) { return r == Route::native ? "native" : "channel"; }

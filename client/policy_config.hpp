@@ -24,6 +24,8 @@ enum class Addressing : std::uint8_t {
   nat,         // rewritten to the tunnel address: works with an ordinary provider
   permissive,  // keep the native source address: the paper's mode, needs a provider that
                // accepts it
+  stateless,   // as nat, but rewritten by stateless nft rules (no conntrack in the
+               // namespace: the native bulk path pays no conntrack/NAT hooks)
 };
 
 // The daemon's settings that are not classification policy.

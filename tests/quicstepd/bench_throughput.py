@@ -55,6 +55,21 @@ EXTRA_NFT = {
     meta mark & 0xff == 0x73 counter accept
   }
 }""",
+    # the stateless rewrite (addressing = "stateless") instead of masquerade: an output chain
+    # reached only by channel marks, a prerouting chain only by the channel interface
+    "srw": """table inet qsb_x {
+  map r4 { type inet_service . inet_service . ipv4_addr : ipv4_addr; flags dynamic,timeout;
+           timeout 120s; size 65536; }
+  chain c { type filter hook output priority -250; meta mark & 0xff vmap { 0x71 : goto rw }; }
+  chain rw {
+    ip saddr != 10.99.0.2 meta l4proto { tcp, udp } update @r4 { th sport . th dport . ip daddr : ip saddr }
+    ip saddr != 10.99.0.2 ip saddr set 10.99.0.2
+  }
+  chain i { type filter hook prerouting priority -310; iifname "qsb-none" goto back; }
+  chain back {
+    ip daddr 10.99.0.2 meta l4proto { tcp, udp } ip daddr set th dport . th sport . ip saddr map @r4
+  }
+}""",
 }
 # iptables-nft raw chains with an NFQUEUE rule that matches nothing (the queue hop).
 EXTRA_IPT = ("*raw\n:QSB_OUT - [0:0]\n:QSB_IN - [0:0]\n-A QSB_OUT -m mark --mark 0x73/0xff "
@@ -90,9 +105,12 @@ class Bench:
         self.upload = os.path.join(htdocs, f"{self.args.size_mb}M.bin")
         self.procs.start(srv["netns"], ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
                                         key, cert], os.path.join(self.work, "server.log"))
-        self.config = h.write_config(os.path.join(self.work, "q.toml"), c["channel"]["interface"])
+        self.config = h.write_config(os.path.join(self.work, "q.toml"), c["channel"]["interface"],
+                                     "nat")
         self.config_permissive = h.write_config(os.path.join(self.work, "p.toml"),
                                                 c["channel"]["interface"], "permissive")
+        self.config_stateless = h.write_config(os.path.join(self.work, "s.toml"),
+                                               c["channel"]["interface"], "stateless")
         self.sock = os.path.join(self.work, "control.sock")
         p = self.lab["provider"]
         self.prov_ns, self.prov_if = p["netns"], p["wg_interface"]
@@ -125,7 +143,8 @@ class Bench:
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "up"], check=True)
         elif base.startswith("quicstepd"):
             binary = mode.split("=", 1)[1] if "=" in mode else h.QSD
-            config = self.config_permissive if mode == "quicstepd-permissive" else self.config
+            config = {"quicstepd-permissive": self.config_permissive,
+                      "quicstepd-stateless": self.config_stateless}.get(mode, self.config)
             self.daemon = self.procs.start(self.ns, [binary, "--config", config, "--control",
                                                      self.sock, "--log-level", "warn"],
                                            os.path.join(self.work, "quicstepd.log"))
@@ -218,8 +237,9 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--modes", default="native,paper,quicstepd",
                     help="comma-separated; also quicstepd-permissive (no NAT: no conntrack), "
+                         "quicstepd-stateless (addressing = stateless: nft rewrite, no conntrack), "
                          "quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
-                         "paper+acct, paper+ipt (the paper's rules plus one of quicstepd's "
+                         "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "
                          "kernel features)")
     args = ap.parse_args()
     args.modes = args.modes.split(",")
@@ -227,7 +247,8 @@ def main():
         base, _, extra = m.partition("+")
         if base.startswith("quicstepd="):
             continue
-        if base not in ("native", "paper", "quicstepd", "quicstepd-permissive") or (
+        if base not in ("native", "paper", "quicstepd", "quicstepd-permissive",
+                        "quicstepd-stateless") or (
                 extra and (base != "paper" or extra not in {*EXTRA_NFT, "ipt"})):
             ap.error(f"unknown mode {m}")
     b = Bench(args)

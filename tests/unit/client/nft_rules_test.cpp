@@ -102,6 +102,53 @@ TEST(NftRules, NatModeUntracksNativeAndMasqueradesTheChannel) {
   EXPECT_FALSE(has(t, "masquerade"));
 }
 
+TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
+  RulesetSpec s;
+  s.channel_interface = "qsw-client";
+  s.stateless = true;
+  s.tunnel_v4 = "10.77.0.2";
+  s.tunnel_v6 = "fd77::2";
+  ASSERT_EQ(check_spec(s), "");
+  std::string t = ruleset_text(s);
+  // No nat chain, no ct expression: conntrack's hooks are never registered by this table.
+  EXPECT_FALSE(has(t, "masquerade"));
+  EXPECT_FALSE(has(t, "type nat"));
+  EXPECT_FALSE(has(t, "ct "));
+  EXPECT_TRUE(has(t, "map rev4 {\n    type inet_service . inet_service . ipv4_addr : ipv4_addr\n"));
+  EXPECT_TRUE(has(t, "map rev6 {\n    type inet_service . inet_service . ipv6_addr : ipv6_addr\n"));
+  // Out: learn the local address, then write the tunnel address (only channel packets:
+  // account_channel is reached by the channel and queue marks alone).
+  const std::string out = chain(t, "account_channel");
+  EXPECT_TRUE(has(out, "ip saddr != 10.77.0.2 meta l4proto { tcp, udp } update @rev4 "
+                       "{ th sport . th dport . ip daddr : ip saddr }"));
+  EXPECT_TRUE(has(out, "ip saddr != 10.77.0.2 update @revany4 { ip daddr : ip saddr } "
+                       "ip saddr set 10.77.0.2"));
+  EXPECT_TRUE(has(out, "ip6 saddr set fd77::2"));
+  EXPECT_LT(out.find("update @rev4"), out.find("ip saddr set"));
+  // In: from the channel interface to the tunnel address, back to the learnt address.
+  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" goto from_channel"));
+  const std::string in = chain(t, "from_channel");
+  EXPECT_TRUE(has(in, "counter name \"channel_in\""));
+  EXPECT_TRUE(has(in, "ip daddr 10.77.0.2 meta l4proto { tcp, udp } ip daddr set th dport . "
+                      "th sport . ip saddr map @rev4 accept"));
+  EXPECT_TRUE(has(in, "ip6 daddr fd77::2 ip6 daddr set ip6 saddr map @revany6 accept"));
+  EXPECT_LT(in.find("map @rev4 "), in.find("map @revany4 "));
+  // track_native: still no zones (no NAT binding to keep apart).
+  s.track_native = true;
+  EXPECT_FALSE(has(ruleset_text(s), "ct zone"));
+  // A family without a tunnel address: its channel packets are dropped, not sent native.
+  s.tunnel_v6.clear();
+  t = ruleset_text(s);
+  EXPECT_TRUE(has(chain(t, "account_channel"), "meta nfproto ipv6 drop"));
+  EXPECT_FALSE(has(t, "ip6 saddr set"));
+  s.tunnel_v4 = "10.77.0.0/24";
+  EXPECT_NE(check_spec(s), "");
+  // Permissive wins over stateless: no rewrite at all.
+  s.tunnel_v4 = "10.77.0.2";
+  s.nat = false;
+  EXPECT_FALSE(has(ruleset_text(s), "saddr set"));
+}
+
 TEST(NftRules, WatchSetMatchesInboundInOutboundOrientation) {
   const std::string t = ruleset_text(RulesetSpec{});
   EXPECT_TRUE(has(chain(t, "in_quic"), "ip daddr . udp dport . ip saddr . udp sport @watch4 goto watch_in"));
@@ -215,6 +262,11 @@ TEST(NftRules, ParsesKernelCounters) {
   EXPECT_EQ(c["native_out"].packets, 7005u);  // the named object and the rule's counter
   EXPECT_EQ(c["native_out"].bytes, 9000100u);
   EXPECT_EQ(c["native_in"].bytes, 30u);
+  // nft's warnings (stderr, interleaved) before and after the document are skipped.
+  const std::string warn = "warning: stmt ops map have no json callback\n";
+  auto w = parse_kernel_counters(warn + json + "\n" + warn);
+  EXPECT_EQ(w["channel_out"].bytes, 3456u);
+  EXPECT_EQ(w["native_out"].packets, 7005u);
   EXPECT_TRUE(parse_kernel_counters("not json").empty());
   EXPECT_TRUE(parse_kernel_counters(R"({"nftables": 3})").empty());
 }

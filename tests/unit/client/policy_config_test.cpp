@@ -52,6 +52,14 @@ TEST(PolicyConfig, EmptyFileIsTheDefaults) {
   EXPECT_EQ(load.config.policy.quic_ports, std::vector<std::uint16_t>{443});
 }
 
+TEST(PolicyConfig, ReadsStatelessAddressing) {
+  const ConfigLoad load = parse_config("[daemon]\naddressing = \"stateless\"\n", "q.toml");
+  ASSERT_TRUE(load.ok()) << load.errors[0].to_string();
+  EXPECT_EQ(load.config.daemon.addressing, Addressing::stateless);
+  EXPECT_EQ(to_string(Addressing::stateless), "stateless");
+  EXPECT_FALSE(parse_config("[daemon]\naddressing = \"stateful\"\n", "q.toml").ok());
+}
+
 TEST(PolicyConfig, ReadsValues) {
   const ConfigLoad load = parse_config(R"(
 [classifier]
@@ -62,6 +70,9 @@ packets = 4
 time_ms = 250
 [watchdog]
 min_timeout_ms = 100
+min_unanswered_packets = 5
+[destination_cache]
+first_penalty_s = 60
 [daemon]
 addressing = "permissive"
 routing_table = 100
@@ -75,6 +86,8 @@ native_prefixes = ["192.168.0.0/16", "fd00:0::/8", "10.1.2.3/32"]
   EXPECT_EQ(p.hold.packets, 4u);
   EXPECT_EQ(p.hold.time, 250ms);
   EXPECT_EQ(p.watchdog.min_timeout, 100ms);
+  EXPECT_EQ(p.watchdog.min_unanswered_packets, 5u);
+  EXPECT_EQ(p.destinations.first_penalty, 60s);
   EXPECT_EQ(load.config.daemon.addressing, Addressing::permissive);
   EXPECT_EQ(load.config.daemon.routing_table, 100u);
   EXPECT_TRUE(load.config.daemon.native_conntrack);
@@ -97,12 +110,17 @@ TEST(PolicyConfig, NativePrefixesMustBePrefixes) {
 TEST(PolicyConfig, UnknownKeysAreErrors) {
   EXPECT_EQ(one_error("[watchdog]\nenabled = true\nrtt_multipler = 4\n"),
             "q.toml:3:1: unknown key 'rtt_multipler' in [watchdog] (expected one of: 'enabled' "
-            "'rtt_multiplier' 'min_timeout_ms' 'max_timeout_ms' 'unknown_rtt_ms')");
+            "'rtt_multiplier' 'min_timeout_ms' 'max_timeout_ms' 'unknown_rtt_ms' "
+            "'min_unanswered_packets')");
   EXPECT_NE(one_error("[watchdgo]\n").find("q.toml:1:2: unknown key 'watchdgo'"),
             std::string::npos);
 }
 
 TEST(PolicyConfig, RangesAndTypesQuoteTheBadValue) {
+  EXPECT_EQ(one_error("[watchdog]\nmin_unanswered_packets = 0\n"),
+            "q.toml:2:26: min_unanswered_packets must be an integer in 1..64, not 0");
+  EXPECT_NE(one_error("[destination_cache]\nfirst_penalty_s = 0\n").find("not 0"),
+            std::string::npos);
   EXPECT_EQ(one_error("\n[flow_table]\ncapacity = 3\n"),
             "q.toml:3:12: capacity must be an integer in 16..4194304, not 3");
   EXPECT_EQ(one_error("[classifier]\ndns_to_channel = \"yes\"\n"),
