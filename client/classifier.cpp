@@ -71,7 +71,7 @@ Classifier::Classifier(const Policy& policy, std::uint64_t seed)
     : policy_(policy),
       flows_(std::max<std::size_t>(policy.flows.capacity, 1), policy.flows.idle_timeout, seed),
       destinations_(std::max<std::size_t>(policy.destinations.capacity, 1),
-                    policy.destinations.ttl, seed + 1),
+                    policy.destinations.ttl, seed + 1, policy.destinations.first_penalty),
       deadlines_(flows_.capacity()),
       events_(std::max<std::size_t>(policy.event_capacity, 1)) {
   set_quic_ports();
@@ -89,7 +89,8 @@ bool Classifier::update_policy(const Policy& policy) {
       policy.destinations.capacity != policy_.destinations.capacity ||
       policy.event_capacity != policy_.event_capacity ||
       policy.flows.idle_timeout != policy_.flows.idle_timeout ||
-      policy.destinations.ttl != policy_.destinations.ttl) {
+      policy.destinations.ttl != policy_.destinations.ttl ||
+      policy.destinations.first_penalty != policy_.destinations.first_penalty) {
     return false;
   }
   policy_ = policy;
@@ -162,8 +163,12 @@ Decision Classifier::short_header_transition(Handle h, const FlowKey& key, Times
     case FlowState::native_confirmed:
       return {Path::native, Reason::quic_short_native};
     case FlowState::native_pending:
-      if (now < e.deadline) return {Path::native, Reason::quic_short_native};
-      fail(h, key, now);  // the timer is late: decide as if on_expiry had run
+      // Past the bound, the packet that completes the evidence goes back to the channel
+      // (this one is not counted yet: +1). Before it, or without it: native.
+      if (now < e.deadline || e.native_packets + 1 < policy_.watchdog.min_unanswered_packets) {
+        return {Path::native, Reason::quic_short_native};
+      }
+      fail(h, key, now);
       return {Path::channel, Reason::migration_failed};
     case FlowState::pinned_channel:
       return {Path::channel, Reason::destination_non_migrating};
@@ -203,11 +208,18 @@ void Classifier::inbound(const PacketFacts& p, Direction dir, Timestamp now, Dec
     e.rtt = std::max(now - e.first_long_out, Duration(1));
     ++counters_.rtt_samples;
   }
-  if (dir != Direction::inbound_native || e.state != FlowState::native_pending) return;
-  if (now >= e.deadline) {
+  if (e.state != FlowState::native_pending) return;
+  if (dir == Direction::inbound_channel) {
+    // An answer to the old address after the bound (packets in flight before the server
+    // saw the new path arrive within about one RTT): a server that keeps the stale path.
+    if (now >= e.deadline) fail(h, key, now);
+    return;
+  }
+  if (now >= e.deadline && has_evidence(e)) {
     fail(h, key, now);  // too late: the bound is the bound, whenever the timer fires
     return;
   }
+  // An answer on the native path, within the bound or to a flow that was quiet at it.
   e.state = FlowState::native_confirmed;
   deadlines_.erase(h);
   ++counters_.confirmed;
@@ -244,6 +256,11 @@ Duration Classifier::watchdog_bound(const FlowEntry& e) const {
   // policy with min > max still yields a defined bound (min wins).
   const Duration rtt = std::min(e.rtt != Duration::zero() ? e.rtt : w.unknown_rtt, w.max_timeout);
   return std::max(w.min_timeout, std::min(rtt * w.rtt_multiplier, w.max_timeout));
+}
+
+bool Classifier::has_evidence(const FlowEntry& e) const {
+  // Every native packet of a native_pending flow is unanswered (an answer confirms it).
+  return e.native_packets >= policy_.watchdog.min_unanswered_packets;
 }
 
 void Classifier::move_native(Handle h, const FlowKey& key, Timestamp now) {
@@ -324,7 +341,14 @@ Timestamp Classifier::next_expiry() const {
 void Classifier::on_expiry(Timestamp now) {
   while (!deadlines_.empty() && deadlines_.top_deadline() <= now) {
     const Handle h = deadlines_.top_id();
-    fail(h, flows_.key(h), now);
+    if (has_evidence(flows_.entry(h))) {
+      fail(h, flows_.key(h), now);
+    } else {
+      // Quiet at the bound: not judged now. It stays native_pending without a timer; its
+      // next outbound packets (short_header_transition) or an answer decide.
+      deadlines_.erase(h);
+      ++counters_.quiet_at_bound;
+    }
   }
   for (Handle h = flows_.find_idle(now); h != FlowTable::npos; h = flows_.find_idle(now)) {
     drop_flow(h, now);

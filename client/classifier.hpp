@@ -30,9 +30,17 @@
 // one), and an inbound_native packet of a native_pending flow confirms its migration.
 //
 // Flow lifecycle (FlowState): handshake -> [held] -> native_pending -> native_confirmed,
-// or native_pending -> failed when no inbound_native packet arrives within
-// clamp(rtt_multiplier x RTT, min_timeout, max_timeout) of the move; the destination then
-// enters the non-migrating cache, and new flows to it go pinned_channel.
+// or native_pending -> failed when no inbound_native packet arrives within the bound
+// clamp(rtt_multiplier x RTT, min_timeout, max_timeout) of the move AND there is evidence:
+// at least watchdog.min_unanswered_packets outbound native short headers by then (at the
+// bound, or at the packet after it that completes the count; that packet goes to the
+// channel), or an inbound_channel packet after the bound (a stale-path server). A flow
+// quiet at the bound (fewer packets: its transfer ended, a lone trailing ACK or
+// CONNECTION_CLOSE) is not judged: it stays native_pending, untimed, until more packets or
+// an answer decide. A failed destination enters the non-migrating cache (a short, escalating
+// penalty, destination_cache.hpp), and new flows to it go pinned_channel.
+// The frontend must keep passing a native_pending flow's outbound packets to classify()
+// (the evidence is counted there) and, if it can, its inbound channel packets.
 #pragma once
 
 #include <array>
@@ -119,7 +127,8 @@ struct Counters {
   std::uint64_t flows_expired = 0;  // idle
   std::uint64_t moved_native = 0;
   std::uint64_t confirmed = 0;
-  std::uint64_t failed_back = 0;          // watchdog expiries
+  std::uint64_t failed_back = 0;          // watchdog failures (flows back on the channel)
+  std::uint64_t quiet_at_bound = 0;       // unanswered at the bound, too few packets to judge
   std::uint64_t pinned_by_cache = 0;      // flows kept on the channel by the cache
   std::uint64_t pending_forgotten = 0;    // native_pending flows evicted or idle
   std::uint64_t rtt_samples = 0;
@@ -196,6 +205,7 @@ class Classifier {
   void drop_flow(Handle h, Timestamp now);
   void push_event(FlowEvent::Kind kind, const FlowKey& key, Timestamp now, FlowEntry* entry);
   Duration watchdog_bound(const FlowEntry& e) const;
+  bool has_evidence(const FlowEntry& e) const;
   void set_quic_ports();
   void count(FlowEntry* entry, Decision d, Direction dir, std::size_t bytes);
 

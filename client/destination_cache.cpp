@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -84,11 +85,18 @@ std::uint64_t DestinationHash::operator()(const Destination& d) const noexcept {
   return h * 0x94d049bb133111ebull;
 }
 
-DestinationCache::DestinationCache(std::size_t capacity, Duration ttl, std::uint64_t seed)
-    : table_(capacity, DestinationHash{seed}), ttl_(ttl) {}
+DestinationCache::DestinationCache(std::size_t capacity, Duration ttl, std::uint64_t seed,
+                                   Duration first_penalty)
+    : table_(capacity, DestinationHash{seed}),
+      ttl_(ttl),
+      first_penalty_(first_penalty <= Duration::zero() || first_penalty > ttl ? ttl
+                                                                               : first_penalty) {}
 
-void DestinationCache::add(const Destination& d, NonMigratingReason reason, Timestamp now) {
+Duration DestinationCache::add(const Destination& d, NonMigratingReason reason, Timestamp now) {
   auto h = table_.find(d);
+  Entry old;  // what is remembered of `d` (nothing once forgotten)
+  if (h != table_.npos && table_.value(h).forget_at > now) old = table_.value(h);
+  std::uint8_t strikes = old.strikes;
   if (h == table_.npos) {
     if (table_.full()) {
       table_.erase(table_.oldest());
@@ -98,17 +106,29 @@ void DestinationCache::add(const Destination& d, NonMigratingReason reason, Time
   } else {
     table_.touch(h);
   }
-  table_.value(h) = Entry{now + ttl_, reason};
+  Duration block = ttl_;
+  if (reason == NonMigratingReason::migration_failed) {
+    if (strikes < 255) ++strikes;
+    block = first_penalty_;
+    for (std::uint8_t i = 1; i < strikes && block < ttl_; ++i) block *= 2;
+    block = std::min(block, ttl_);
+  }
+  // A block is never shortened by a later add (a preloaded one by a watchdog penalty).
+  const Timestamp until = std::max(now + block, old.blocked_until);
+  table_.value(h) = Entry{until, now + ttl_, reason, strikes};
+  return block;
 }
 
 bool DestinationCache::lookup(const Destination& d, Timestamp now) {
   const auto h = table_.find(d);
   if (h == table_.npos) return false;
-  if (table_.value(h).expires <= now) {
+  const Entry& e = table_.value(h);
+  if (e.forget_at <= now) {
     table_.erase(h);
     ++expirations_;
     return false;
   }
+  if (e.blocked_until <= now) return false;  // served its penalty; its strikes are kept
   table_.touch(h);
   return true;
 }

@@ -4,8 +4,12 @@
 //
 // A destination is a server address and a UDP port; port 0 means "every port of this
 // address" (what a prober line without a port says). Bounded (invariant 4): at most
-// `capacity` entries, least recently used evicted; entries expire `ttl` after they were
-// added (expired entries are dropped when looked up). No allocation after construction.
+// `capacity` entries, least recently used evicted. A preloaded destination is blocked for
+// `ttl`. A watchdog failure blocks it for `first_penalty`, doubled on each repeat while the
+// previous failure is remembered (for `ttl` after it), capped at `ttl`: one misjudged flow
+// costs minutes, a server that really does not migrate soon stays blocked for `ttl`.
+// Entries are forgotten `ttl` after their last add (dropped when looked up). No allocation
+// after construction.
 //
 // The preload file (written by quicstep-probe), one destination per line:
 //
@@ -51,16 +55,20 @@ enum class NonMigratingReason : std::uint8_t { migration_failed, preloaded };
 
 class DestinationCache {
  public:
-  // Precondition: capacity >= 1, ttl > 0. Allocates all memory.
-  DestinationCache(std::size_t capacity, Duration ttl, std::uint64_t seed = 0);
+  // Precondition: capacity >= 1, ttl > 0. Allocates all memory. first_penalty <= 0 or
+  // > ttl means ttl (no escalation).
+  DestinationCache(std::size_t capacity, Duration ttl, std::uint64_t seed = 0,
+                   Duration first_penalty = Duration::zero());
 
   std::size_t size() const { return table_.size(); }
   std::size_t capacity() const { return table_.capacity(); }
 
-  // Adds (or refreshes) `d` until now + ttl. Evicts the least recently used entry when full.
-  void add(const Destination& d, NonMigratingReason reason, Timestamp now);
+  // Adds (or refreshes) `d`: blocked until now + ttl (preloaded) or now + the escalating
+  // penalty (migration_failed, see above). Evicts the least recently used entry when full.
+  // Returns how long `d` is now blocked for.
+  Duration add(const Destination& d, NonMigratingReason reason, Timestamp now);
 
-  // Whether `address`:`port` is cached and unexpired, as itself or as address:0.
+  // Whether `address`:`port` is cached and blocked, as itself or as address:0.
   // Refreshes its LRU position; drops expired entries it meets.
   bool contains(const IpAddress& address, std::uint16_t port, Timestamp now);
 
@@ -72,13 +80,16 @@ class DestinationCache {
 
  private:
   struct Entry {
-    Timestamp expires;
+    Timestamp blocked_until;  // contains() is true before this
+    Timestamp forget_at;      // the entry (and its strike count) is dropped at this
     NonMigratingReason reason = NonMigratingReason::migration_failed;
+    std::uint8_t strikes = 0;  // watchdog failures remembered
   };
   bool lookup(const Destination& d, Timestamp now);
 
   LruTable<Destination, Entry, DestinationHash> table_;
   Duration ttl_;
+  Duration first_penalty_;
   std::uint64_t evictions_ = 0;
   std::uint64_t expirations_ = 0;
 };

@@ -32,8 +32,13 @@ struct HoldPolicy {
 };
 
 // The migration watchdog: a flow moved to the native path must get an inbound packet on the
-// native path within clamp(rtt_multiplier × RTT, min_timeout, max_timeout), or it returns
-// to the channel for good and its destination enters the non-migrating cache.
+// native path within clamp(rtt_multiplier × RTT, min_timeout, max_timeout) (the bound), or
+// it returns to the channel for good and its destination enters the non-migrating cache,
+// but only on evidence: by the bound or later, the client has sent at least
+// min_unanswered_packets short headers natively (a client whose new path is ignored keeps
+// sending: ACKs, retransmissions, PTO probes), or an answer came on the channel after the
+// bound (a server answering the old address). A flow that falls quiet (its transfer ended
+// during the hold, a lone trailing ACK or CONNECTION_CLOSE) is never judged.
 struct WatchdogPolicy {
   // Off: flows moved native are never watched (and never return to the channel).
   bool enabled = true;
@@ -47,6 +52,9 @@ struct WatchdogPolicy {
   // RTT assumed when the classifier saw no handshake (the nfqueue frontend never sees long
   // headers: the kernel sends them to the channel without asking).
   Duration unknown_rtt = 200ms;
+  // Native short headers without an answer that make the evidence (see above). 1 restores
+  // the old rule (any flow unanswered at the bound fails), which misjudges quiet flows.
+  std::uint32_t min_unanswered_packets = 3;
 };
 
 // The bounded cache of destinations known not to support migration (learnt by the
@@ -54,8 +62,13 @@ struct WatchdogPolicy {
 struct DestinationCachePolicy {
   // Destinations remembered at most; the least recently used is evicted beyond that.
   std::size_t capacity = 4096;
-  // How long a destination stays known as non-migrating (servers get fixed, addresses move).
+  // How long a destination stays known as non-migrating (servers get fixed, addresses move),
+  // and how long a watchdog strike is remembered.
   Duration ttl = std::chrono::hours(24);
+  // A watchdog failure blocks the destination for first_penalty, doubled on each further
+  // failure while the earlier one is remembered, up to ttl (10 min, 20, 40, ... 24 h). A
+  // preloaded destination (the prober's verdict) is blocked for ttl at once.
+  Duration first_penalty = std::chrono::minutes(10);
 };
 
 // The bounded table of QUIC flows (UDP to a QUIC port) the classifier tracks.

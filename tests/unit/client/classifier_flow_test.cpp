@@ -88,6 +88,8 @@ TEST(ClassifierFlow, WatchdogFailsBackAndRemembersTheDestination) {
   Harness h;
   h.handshake(5000, 0ms, 10ms);
   EXPECT_EQ(h.out(5000, short_header(), 20ms).path, Path::native);
+  EXPECT_EQ(h.out(5000, short_header(), 21ms).path, Path::native);  // evidence: 3 packets
+  EXPECT_EQ(h.out(5000, short_header(), 22ms).path, Path::native);
   const Timestamp deadline = h.c.next_expiry();
   EXPECT_EQ(deadline, at(220ms));
   h.c.on_expiry(Timestamp{deadline.ns - 1});
@@ -119,14 +121,21 @@ TEST(ClassifierFlow, LateTimerDecidesAsIfItHadFired) {
   EXPECT_EQ(h.out(7, short_header(), 599ms).path, Path::native);
   EXPECT_EQ(h.out(7, short_header(), 600ms).reason, Reason::migration_failed);
   Harness g;
-  (void)g.out(8, short_header(), 0ms);
+  for (int i = 0; i < 3; ++i) (void)g.out(8, short_header(), 0ms);
   EXPECT_EQ(g.in(8, short_header(), 700ms, Direction::inbound_native).reason, Reason::inbound);
   EXPECT_EQ(g.c.find_flow(key4(8))->state, FlowState::failed);
+  // Without the evidence (one packet), a late answer confirms: nothing was judged.
+  (void)g.out(9, short_header(), 0ms, "198.18.1.11");
+  EXPECT_EQ(g.in(9, short_header(), 700ms, Direction::inbound_native, "198.18.1.11").reason,
+            Reason::migration_confirmed);
+  EXPECT_EQ(g.c.find_flow(key4(9, "198.18.1.11"))->state, FlowState::native_confirmed);
 }
 
 TEST(ClassifierFlow, CacheEntriesExpire) {
   Policy p;
   p.destinations.ttl = 1h;
+  p.destinations.first_penalty = 1h;   // no escalation here (see DestinationCache tests)
+  p.watchdog.min_unanswered_packets = 1;  // the old rule: one unanswered packet fails
   Harness h(p);
   (void)h.out(1, short_header(), 0ms);
   h.c.on_expiry(at(1s));
@@ -180,6 +189,7 @@ TEST(ClassifierFlow, WatchdogDisabledConfirmsAtOnce) {
 TEST(ClassifierFlow, EvictionIsBoundedAndUndoesTheWatchdog) {
   Policy p;
   p.flows.capacity = 16;
+  p.watchdog.min_unanswered_packets = 1;
   Harness h(p);
   for (std::uint16_t port = 1; port <= 16; ++port) (void)h.out(port, short_header(), 0ms);
   EXPECT_EQ(h.c.flow_count(), 16u);
@@ -271,7 +281,10 @@ TEST(ClassifierFlow, HoursOfSimulatedTime) {
     const char* server = servers[i % 6];
     const bool dead = i % 6 < 2;  // 198.18.1.1 and .2 ignore the new path
     if (i % 10 == 0) h.handshake(port, t, 20ms, server);
-    const Decision d = h.out(port, short_header(), t + 30ms, server);
+    // A few packets each time (a request and its ACKs): the watchdog's evidence.
+    Decision d = h.out(port, short_header(), t + 30ms, server);
+    (void)h.out(port, short_header(), t + 31ms, server);
+    (void)h.out(port, short_header(), t + 32ms, server);
     if (d.path == Path::native && !dead) {
       (void)h.in(port, short_header(), t + 40ms, Direction::inbound_native, server);
     }
@@ -291,6 +304,119 @@ TEST(ClassifierFlow, HoursOfSimulatedTime) {
   // native path (only the short window before each failure goes native).
   EXPECT_LT(native_from_dead, k.outbound[static_cast<int>(Path::channel)].packets / 10);
   EXPECT_EQ(k.events_lost, 0u);
+}
+
+// The page-load report: a 10 KB page finished during a 100 ms hold; the flow's one trailing
+// packet went native and the server (with nothing to say) sent nothing there. Not evidence:
+// the destination must not be blocked, and later flows to it still move.
+TEST(ClassifierWatchdog, TransferFinishedDuringTheHoldIsNotJudged) {
+  Policy p;
+  p.hold.time = 100ms;
+  Harness h(p);
+  h.handshake(6000, 0ms, 20ms);
+  for (Duration t = 25ms; t < 100ms; t += 5ms) {  // the whole transfer, held
+    EXPECT_EQ(h.out(6000, short_header(), t).reason, Reason::hold);
+    (void)h.in(6000, short_header(), t + 1ms, Direction::inbound_channel);
+  }
+  EXPECT_EQ(h.out(6000, short_header(), 120ms).path, Path::native);  // a trailing ACK
+  const Timestamp deadline = h.c.find_flow(key4(6000))->deadline;
+  EXPECT_EQ(deadline, at(320ms));
+  EXPECT_EQ(h.c.next_expiry(), deadline);
+  h.c.on_expiry(deadline);
+  EXPECT_EQ(h.c.find_flow(key4(6000))->state, FlowState::native_pending);
+  EXPECT_EQ(h.c.counters().failed_back, 0u);
+  EXPECT_EQ(h.c.counters().quiet_at_bound, 1u);
+  EXPECT_EQ(h.c.destinations().size(), 0u);
+  EXPECT_GT(h.c.next_expiry(), at(100s));  // no timer left for it (only idle expiry)
+  // Seconds later, a CONNECTION_CLOSE: two packets in all, still no evidence.
+  EXPECT_EQ(h.out(6000, short_header(), 5s).path, Path::native);
+  EXPECT_EQ(h.c.counters().failed_back, 0u);
+  // The next loads of the round: new flows to the same server move native (after the hold).
+  for (std::uint16_t port = 6001; port <= 6004; ++port) {
+    h.handshake(port, 6s, 20ms);
+    EXPECT_EQ(h.out(port, short_header(), 6s + 150ms),
+              (Decision{Path::native, Reason::quic_short_native}));
+    EXPECT_EQ(h.in(port, short_header(), 6s + 170ms, Direction::inbound_native).reason,
+              Reason::migration_confirmed);
+  }
+  // The quiet flow, reused, gets its answer: confirmed.
+  EXPECT_EQ(h.in(6000, short_header(), 7s, Direction::inbound_native).reason,
+            Reason::migration_confirmed);
+}
+
+// A server that ignores packets from the new address, while the client keeps sending (ACKs
+// of data still arriving on the channel): failed exactly at the bound.
+TEST(ClassifierWatchdog, IgnoredPathFailsAtTheBound) {
+  Harness h;
+  h.handshake(6100, 0ms, 30ms);
+  for (Duration t = 40ms; t < 130ms; t += 10ms) {
+    EXPECT_EQ(h.out(6100, short_header(), t).path, Path::native);
+  }
+  const Timestamp deadline = at(240ms);  // 40 ms + max(3 x 30 ms, min_timeout 200 ms)
+  EXPECT_EQ(h.c.next_expiry(), deadline);
+  h.c.on_expiry(deadline);
+  EXPECT_EQ(h.c.find_flow(key4(6100))->state, FlowState::failed);
+  EXPECT_EQ(h.c.counters().failed_back, 1u);
+  EXPECT_EQ(h.out(6100, short_header(), 250ms).reason, Reason::migration_failed);
+  h.handshake(6101, 1s, 30ms);
+  EXPECT_EQ(h.out(6101, short_header(), 1100ms).reason, Reason::destination_non_migrating);
+}
+
+// The same server, with a client that has little to send: one request, then PTO probes
+// with exponential backoff. Quiet at the bound (two packets), failed by the packet that
+// completes the evidence, which goes to the channel (the server still knows that address).
+TEST(ClassifierWatchdog, IgnoredPathWithProbesFailsOnTheThirdPacket) {
+  Harness h;
+  h.handshake(6200, 0ms, 100ms);  // bound: 3 x 100 ms
+  EXPECT_EQ(h.out(6200, short_header(), 110ms).path, Path::native);  // the request
+  EXPECT_EQ(h.out(6200, short_header(), 260ms).path, Path::native);  // PTO 1 (~1.5 RTT)
+  h.c.on_expiry(at(410ms));
+  EXPECT_EQ(h.c.find_flow(key4(6200))->state, FlowState::native_pending);
+  EXPECT_EQ(h.out(6200, short_header(), 560ms),  // PTO 2 (backed off)
+            (Decision{Path::channel, Reason::migration_failed}));
+  EXPECT_EQ(h.c.find_flow(key4(6200))->state, FlowState::failed);
+  EXPECT_EQ(h.c.counters().failed_back, 1u);
+}
+
+// A server that keeps answering the old (channel) address after the client moved: an
+// inbound channel packet after the bound is evidence even from a quiet client. Channel
+// packets within the bound (in flight before the server saw the new path) are not.
+TEST(ClassifierWatchdog, StalePathAnswersOnTheChannelFail) {
+  Harness h;
+  h.handshake(6300, 0ms, 20ms);
+  EXPECT_EQ(h.out(6300, short_header(), 30ms).path, Path::native);
+  (void)h.in(6300, short_header(), 45ms, Direction::inbound_channel);  // in flight
+  EXPECT_EQ(h.c.find_flow(key4(6300))->state, FlowState::native_pending);
+  h.c.on_expiry(at(230ms));  // quiet at the bound: one packet
+  EXPECT_EQ(h.c.find_flow(key4(6300))->state, FlowState::native_pending);
+  (void)h.in(6300, short_header(), 300ms, Direction::inbound_channel);  // stale path
+  EXPECT_EQ(h.c.find_flow(key4(6300))->state, FlowState::failed);
+  EXPECT_EQ(h.out(6300, short_header(), 310ms).reason, Reason::migration_failed);
+  EXPECT_EQ(h.c.counters().failed_back, 1u);
+  // With a busy client (ACKs of the data that comes on the channel), the count suffices.
+  Harness g;
+  g.handshake(6301, 0ms, 20ms);
+  for (Duration t = 30ms; t < 200ms; t += 20ms) {
+    (void)g.out(6301, short_header(), t);
+    (void)g.in(6301, short_header(), t + 5ms, Direction::inbound_channel);
+  }
+  g.c.on_expiry(at(230ms));
+  EXPECT_EQ(g.c.find_flow(key4(6301))->state, FlowState::failed);
+}
+
+// One misjudged flow blocks its destination briefly; repeats escalate to the TTL.
+TEST(ClassifierWatchdog, PenaltyEscalates) {
+  Policy p;
+  p.watchdog.min_unanswered_packets = 1;
+  p.destinations.first_penalty = 10min;
+  Harness h(p);
+  (void)h.out(1, short_header(), 0ms);
+  h.c.on_expiry(at(1s));
+  EXPECT_EQ(h.out(2, short_header(), 10min).reason, Reason::destination_non_migrating);
+  EXPECT_EQ(h.out(3, short_header(), 10min + 1s).reason, Reason::quic_short_native);
+  h.c.on_expiry(at(11min));  // port 3 fails too: 20 minutes now
+  EXPECT_EQ(h.out(4, short_header(), 30min).reason, Reason::destination_non_migrating);
+  EXPECT_EQ(h.out(5, short_header(), 31min + 1s).reason, Reason::quic_short_native);
 }
 
 }  // namespace

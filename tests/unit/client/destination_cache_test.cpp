@@ -27,6 +27,36 @@ TEST(DestinationCache, PortAndWildcard) {
   EXPECT_FALSE(c.contains(v4(3), 443, at(1s)));
 }
 
+// Watchdog failures: first_penalty, doubled per repeat remembered within the TTL, capped at
+// the TTL; a preloaded destination gets the TTL at once and is not shortened by a penalty.
+TEST(DestinationCache, PenaltyEscalatesAndIsBounded) {
+  DestinationCache c(8, 24h, 0, 10min);
+  const Destination d{v4(1), 443};
+  EXPECT_EQ(c.add(d, NonMigratingReason::migration_failed, at(0s)), 10min);
+  EXPECT_TRUE(c.contains(v4(1), 443, at(10min - 1ns)));
+  EXPECT_FALSE(c.contains(v4(1), 443, at(10min)));
+  EXPECT_EQ(c.size(), 1u);  // served its penalty; the strike is remembered
+  EXPECT_EQ(c.add(d, NonMigratingReason::migration_failed, at(1h)), 20min);
+  EXPECT_TRUE(c.contains(v4(1), 443, at(1h + 20min - 1ns)));
+  EXPECT_FALSE(c.contains(v4(1), 443, at(1h + 20min)));
+  Duration last{};
+  for (int i = 0; i < 20; ++i) last = c.add(d, NonMigratingReason::migration_failed, at(2h));
+  EXPECT_EQ(last, 24h);
+  EXPECT_TRUE(c.contains(v4(1), 443, at(2h + 24h - 1ns)));
+  EXPECT_FALSE(c.contains(v4(1), 443, at(2h + 24h)));
+  EXPECT_EQ(c.size(), 0u);  // forgotten a TTL after its last failure
+  // Forgotten: the next failure starts again at the first penalty.
+  EXPECT_EQ(c.add(d, NonMigratingReason::migration_failed, at(30h)), 10min);
+  // Preloaded: the TTL, and a later watchdog penalty does not shorten it.
+  const Destination e{v4(2), 0};
+  EXPECT_EQ(c.add(e, NonMigratingReason::preloaded, at(0s)), 24h);
+  EXPECT_EQ(c.add(e, NonMigratingReason::migration_failed, at(1s)), 10min);
+  EXPECT_TRUE(c.contains(v4(2), 443, at(23h)));
+  // No first penalty (or one above the TTL): the TTL.
+  DestinationCache flat(8, 1h);
+  EXPECT_EQ(flat.add(d, NonMigratingReason::migration_failed, at(0s)), 1h);
+}
+
 TEST(DestinationCache, Expiry) {
   DestinationCache c(8, 10min);
   c.add({v4(1), 443}, NonMigratingReason::migration_failed, at(0s));
