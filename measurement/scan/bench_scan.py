@@ -65,6 +65,21 @@ def nfqueue_drops(ns: str) -> int:
     return total
 
 
+def udp_errors(ns: str) -> int:
+    """UDP datagrams the kernel dropped in `ns` because a socket's receive buffer was full
+    (RcvbufErrors, IPv4 + IPv6): the prober's sockets in qs-prb-c, the servers' in qs-prb-s1."""
+    total = 0
+    text = lp.netns(ns, "cat", "/proc/net/snmp", check=False).stdout.splitlines()
+    for head, vals in zip(text, text[1:]):
+        if head.startswith("Udp:") and vals.startswith("Udp:") and "RcvbufErrors" in head:
+            total += int(dict(zip(head.split(), vals.split()))["RcvbufErrors"])
+    for line in lp.netns(ns, "cat", "/proc/net/snmp6", check=False).stdout.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0] == "Udp6RcvbufErrors":
+            total += int(f[1])
+    return total
+
+
 def log_tail(workdir: str, proc_name: str, lines: int = 3):
     try:
         with open(os.path.join(workdir, f"{proc_name}.log"), errors="replace") as f:
@@ -163,6 +178,7 @@ def run_scan(a, pop, truth, quic, counts, rtt, out, probe, extra):
            "--per-24", str(a.per_24),
            "--second-local-address", lp.C4_2, "--second-local-address6", lp.C6_2, *extra]
     drops0 = {ns: nfqueue_drops(ns) for ns in (lp.NS_C, lp.NS_S)}
+    rcvbuf0 = {ns: udp_errors(ns) for ns in (lp.NS_C, lp.NS_S)}
     cpu0 = os.times()
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -177,6 +193,7 @@ def run_scan(a, pop, truth, quic, counts, rtt, out, probe, extra):
     p = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
     wall = time.monotonic() - t0
     drops = {ns: nfqueue_drops(ns) - drops0[ns] for ns in drops0}
+    rcvbuf = {ns: udp_errors(ns) - rcvbuf0[ns] for ns in rcvbuf0}
     cpu1 = os.times()
     if p.returncode != 0:
         print(p.stderr[-3000:], file=sys.stderr)
@@ -218,6 +235,8 @@ def run_scan(a, pop, truth, quic, counts, rtt, out, probe, extra):
         "servers_exited": {n: log_tail(pop.workdir, n) for n in exited},
         # Packets the lab path (the delay line's nfqueues) dropped during this scan.
         "delay_line_kernel_drops": drops,
+        # UDP receive-buffer overflows during the scan (qs-prb-c: prober, qs-prb-s1: servers).
+        "udp_rcvbuf_errors": rcvbuf,
         "paper_1M_hours": 5.0,
         "speedup_vs_paper": round(5.0 * 3600 * rate / 1e6, 1),
     }
