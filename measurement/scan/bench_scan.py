@@ -3,8 +3,8 @@
 and the projected time for a million domains (root; measurement/README.md, Scanning).
 
 The population mixes domains as the paper found the top 1M (../shared/papers/quicstep.txt
-§4.2): --quic-share of them answer QUIC (22%; spread over every QUIC behaviour of the lab,
-Retry on and off, gtlsserver), the rest do not. Non-QUIC domains are the costly ones: a
+§4.2): --quic-share of them answer QUIC (22%; spread over every behaviour of quicstep-server,
+Retry on and off, and gtlsserver with --with-gtlsserver), the rest do not. Non-QUIC domains are the costly ones: a
 silent address holds a connection slot for the whole handshake timeout, so by default all
 of them are silent (UDP dropped: the worst case; a real list also has NXDOMAIN and ICMP
 answers, which cost less). Every packet between the prober and the servers is delayed
