@@ -59,8 +59,12 @@ std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* rout
   r->native_v6 = d.native_prefixes_v6;
   r->set_size = static_cast<std::uint32_t>(std::min<std::size_t>(p.flows.capacity, 1u << 20));
   r->native_timeout = std::chrono::duration_cast<std::chrono::seconds>(p.flows.idle_timeout);
-  r->watch_timeout = std::chrono::seconds(
-      1 + std::chrono::duration_cast<std::chrono::seconds>(p.watchdog.max_timeout).count());
+  // A watched flow may stay pending past max_timeout (quiet at the bound, classifier.hpp):
+  // its answers must reach the classifier until it forgets the flow (idle_timeout).
+  r->watch_timeout = std::max(
+      r->native_timeout,
+      std::chrono::seconds(
+          1 + std::chrono::duration_cast<std::chrono::seconds>(p.watchdog.max_timeout).count()));
   routing->channel_marks = {r->mark_channel, r->mark_decide_out};
   routing->mark_mask = d.mark_mask;
   routing->table = d.routing_table;
