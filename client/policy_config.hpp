@@ -46,7 +46,7 @@ struct DaemonSettings {
   std::string channel_interface = "qs-wg0";
   // wg-quick style config to bring the channel up from; empty: the interface exists.
   std::string wg_config;
-  Addressing addressing = Addressing::nat;
+  Addressing addressing = Addressing::stateless;
   // Whether conntrack sees native QUIC packets. false (default): native flows are `notrack`
   // both ways (the bulk path skips conntrack and NAT; a stateful firewall that drops
   // untracked packets then drops native QUIC: set true on such a host, at a throughput cost).

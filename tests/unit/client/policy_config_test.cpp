@@ -42,7 +42,7 @@ TEST(PolicyConfig, ExampleFileLoadsToTheDefaults) {
   EXPECT_EQ(s.mark_channel, ds.mark_channel);
   EXPECT_EQ(s.routing_table, ds.routing_table);
   EXPECT_EQ(s.channel_interface, ds.channel_interface);
-  EXPECT_EQ(s.addressing, Addressing::nat);
+  EXPECT_EQ(s.addressing, Addressing::stateless);
   EXPECT_EQ(s.metrics_listen, ds.metrics_listen);
 }
 
