@@ -12,4 +12,5 @@ in network namespaces on one machine. One concept per module:
   lab.py        up / down / status: the steps in order, with cleanup on failure
   peers.py      real peers: certificates for the lab names, chromium command lines
   path_modes.py native / full VPN / QUICstep: switching the client between them
+  throwaway.py  throwaway namespace pairs of lab tests and benchmarks outside the shared lab
 """

@@ -50,12 +50,8 @@ def start_provider_capture(procs, lab, path):
     p = procs.start(prov["netns"], ["tcpdump", "-i", prov["uplink_interface"], "-w", path, "-n",
                                     "-s", "96", "-B", "65536", "udp", "port",
                                     str(prov["listen_port"])], path + ".log")
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        with open(path + ".log") as f:
-            if "listening on" in f.read():
-                return p
-        time.sleep(0.05)
+    if h.capture_started(path):
+        return p
     raise RuntimeError("tcpdump at the provider did not start")
 
 

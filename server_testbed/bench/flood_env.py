@@ -14,8 +14,12 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab"))
+from qslab_lib.throwaway import sh, netns, remove_namespaces, create_veth_pair  # noqa: E402,F401
 
 NS_S, NS_C = "qs-fld-s", "qs-fld-c"
 IF_S, IF_C = "qsfl-s", "qsfl-c"
@@ -25,39 +29,15 @@ SPOOF4, SPOOF6 = "198.18.232.0/22", "2001:db8:232::/64"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def sh(*cmd, check=True, timeout=30, input=None):
-    return subprocess.run(list(cmd), check=check, timeout=timeout, input=input,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def netns(ns, *cmd, **kw):
-    return sh("ip", "netns", "exec", ns, *cmd, **kw)
-
-
 def down():
-    for ns in (NS_S, NS_C):
-        for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        sh("ip", "netns", "del", ns, check=False)
+    remove_namespaces(NS_S, NS_C)
 
 
 def up():
     down()
-    sh("ip", "netns", "add", NS_S)
-    sh("ip", "netns", "add", NS_C)
-    sh("ip", "link", "add", IF_C, "netns", NS_C, "type", "veth", "peer", "name", IF_S,
-       "netns", NS_S)
-    for ns, ifc, a4, a6 in ((NS_S, IF_S, S4, S6), (NS_C, IF_C, C4, C6)):
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        netns(ns, "sysctl", "-qw", f"net.ipv6.conf.{ifc}.accept_ra=0")
-        netns(ns, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0")
-        netns(ns, "sysctl", "-qw", f"net.ipv4.conf.{ifc}.rp_filter=0")
-        sh("ip", "-n", ns, "addr", "add", f"{a4}/24", "dev", ifc)
-        sh("ip", "-n", ns, "-6", "addr", "add", f"{a6}/64", "dev", ifc, "nodad")
-        sh("ip", "-n", ns, "link", "set", ifc, "up")
+    create_veth_pair(NS_S, IF_S, ((S4,), (S6,)), NS_C, IF_C, ((C4,), (C6,)),
+                     sysctls=("net.ipv4.conf.all.rp_filter=0",
+                              "net.ipv4.conf.{ifc}.rp_filter=0"))
     sh("ip", "-n", NS_S, "route", "add", SPOOF4, "via", C4)
     sh("ip", "-n", NS_S, "-6", "route", "add", SPOOF6, "via", C6)
     for ns in (NS_S, NS_C):  # the attacker's spoofed sources must not be forwarded anywhere

@@ -9,8 +9,12 @@ Everything is removed by name in down(); processes are ended by PID.
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab"))
+from qslab_lib.throwaway import sh, netns, remove_namespaces, create_veth_pair  # noqa: E402,F401
 
 NS_S, NS_C = "qs-prb1-s", "qs-prb1-c"
 IF_S, IF_C = "qsp1-s", "qsp1-c"
@@ -31,41 +35,15 @@ SERVERS = {
 }
 
 
-def sh(*cmd, check=True, timeout=30):
-    return subprocess.run(list(cmd), check=check, timeout=timeout,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def netns(ns, *cmd, **kw):
-    return sh("ip", "netns", "exec", ns, *cmd, **kw)
-
-
 def down():
-    for ns in (NS_S, NS_C):
-        for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        sh("ip", "netns", "del", ns, check=False)
+    remove_namespaces(NS_S, NS_C)
 
 
 def up():
     down()
-    sh("ip", "netns", "add", NS_S)
-    sh("ip", "netns", "add", NS_C)
-    sh("ip", "link", "add", IF_C, "netns", NS_C, "type", "veth", "peer", "name", IF_S,
-       "netns", NS_S)
     server4 = [v[0] for v in SERVERS.values()] + [DNS4]
     server6 = [v[1] for v in SERVERS.values() if v[1]]
-    for ns, ifc, a4s, a6s in ((NS_S, IF_S, server4, server6), (NS_C, IF_C, C4, C6)):
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        netns(ns, "sysctl", "-qw", f"net.ipv6.conf.{ifc}.accept_ra=0")
-        for a in a4s:
-            sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", ifc)
-        for a in a6s:
-            sh("ip", "-n", ns, "-6", "addr", "add", f"{a}/64", "dev", ifc, "nodad")
-        sh("ip", "-n", ns, "link", "set", ifc, "up")
+    create_veth_pair(NS_S, IF_S, (server4, server6), NS_C, IF_C, (C4, C6))
     # The first path leaves from the first client address; the second is for migration.
     sh("ip", "-n", NS_C, "route", "replace", "198.18.140.0/24", "dev", IF_C, "src", C4[0])
     sh("ip", "-n", NS_C, "-6", "route", "replace", "2001:db8:140::/64", "dev", IF_C, "src", C6[0])

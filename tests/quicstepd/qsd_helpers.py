@@ -90,16 +90,23 @@ class Procs:
             self.stop(p)
 
 
-def start_capture(procs, netns, iface, path):
-    p = procs.start(netns, ["tcpdump", "-i", iface, "-w", path, "-n", "-s", "0",
-                            "-B", "131072"], path + ".log")
-    # tcpdump prints "listening on" when the socket is bound.
-    deadline = time.time() + 10
+def capture_started(path, seconds=10):
+    """Waits until the tcpdump writing `path` (its log at path + ".log") printed
+    "listening on" (its socket is bound); False if it did not within `seconds`."""
+    deadline = time.time() + seconds
     while time.time() < deadline:
         with open(path + ".log") as f:
             if "listening on" in f.read():
-                return p
+                return True
         time.sleep(0.05)
+    return False
+
+
+def start_capture(procs, netns, iface, path):
+    p = procs.start(netns, ["tcpdump", "-i", iface, "-w", path, "-n", "-s", "0",
+                            "-B", "131072"], path + ".log")
+    if capture_started(path):
+        return p
     raise AssertionError(f"tcpdump on {netns}/{iface} did not start")
 
 

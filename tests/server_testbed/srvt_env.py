@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab"))
 from qslab_lib import peers  # noqa: E402  (certificates and chromium command lines)
+from qslab_lib.throwaway import sh, netns, remove_namespaces, create_veth_pair  # noqa: E402,F401
 
 # QS_SRVT_NS renames the pair (same addresses, separate namespaces): the benchmark uses
 # qs-srvb-* so that a test run elsewhere does not tear its namespaces down mid-run.
@@ -28,40 +29,13 @@ C4 = ("198.18.210.2", "198.18.210.3")
 C6 = ("2001:db8:210::2", "2001:db8:210::3")
 
 
-def sh(*cmd, check=True, timeout=30):
-    return subprocess.run(list(cmd), check=check, timeout=timeout,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def netns(ns, *cmd, **kw):
-    return sh("ip", "netns", "exec", ns, *cmd, **kw)
-
-
 def down():
-    for ns in (NS_S, NS_C):
-        pids = sh("ip", "netns", "pids", ns, check=False).stdout.split()
-        for pid in pids:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        sh("ip", "netns", "del", ns, check=False)
+    remove_namespaces(NS_S, NS_C)
 
 
 def up():
     down()
-    sh("ip", "netns", "add", NS_S)
-    sh("ip", "netns", "add", NS_C)
-    sh("ip", "link", "add", IF_C, "netns", NS_C, "type", "veth", "peer", "name", IF_S,
-       "netns", NS_S)
-    for ns, ifc, a4s, a6s in ((NS_S, IF_S, (S4,), (S6,)), (NS_C, IF_C, C4, C6)):
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        netns(ns, "sysctl", "-qw", f"net.ipv6.conf.{ifc}.accept_ra=0")
-        for a in a4s:
-            sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", ifc)
-        for a in a6s:
-            sh("ip", "-n", ns, "-6", "addr", "add", f"{a}/64", "dev", ifc, "nodad")
-        sh("ip", "-n", ns, "link", "set", ifc, "up")
+    create_veth_pair(NS_S, IF_S, ((S4,), (S6,)), NS_C, IF_C, (C4, C6))
     sh("ip", "-n", NS_S, "link", "set", IF_S, "mtu", "1500")
     sh("tc", "-n", NS_S, "qdisc", "replace", "dev", IF_S, "root", "tbf", "rate", "80mbit",
        "burst", "32kb", "latency", "100ms")
