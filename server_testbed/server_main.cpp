@@ -27,6 +27,8 @@
 #include "server_testbed/gate_forward.hpp"
 #include "server_testbed/gate_map_share.hpp"
 #include "server_testbed/steering_loader.hpp"
+#include "common/socket_endpoint.hpp"
+#include "server_testbed/stats_file.hpp"
 #include "server_testbed/token/master_key.hpp"
 #include "server_testbed/worker.hpp"
 
@@ -34,49 +36,16 @@ namespace qs = quicstep::server_testbed;
 
 namespace {
 
-// "198.18.210.10:443" or "[2001:db8:210::10]:443"; false with *error quoting the value.
+// "198.18.210.10:443" or "[2001:db8:210::10]:443" (port 443 when omitted); false with
+// *error quoting the value.
 bool parse_endpoint(const std::string& text, sockaddr_storage* out, std::string* error) {
-  std::string host, port;
-  if (!text.empty() && text[0] == '[') {
-    const auto close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      *error = "--listen: not [address]:port: `" + text + "'";
-      return false;
-    }
-    host = text.substr(1, close - 1);
-    port = text.substr(close + 2);
-  } else {
-    const auto colon = text.rfind(':');
-    if (colon == std::string::npos) {
-      *error = "--listen: not address:port: `" + text + "'";
-      return false;
-    }
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  unsigned value = 0;
-  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
-    *error = "--listen: port is not 1-65535: `" + port + "'";
+  const auto endpoint = quicstep::common::parse_endpoint(text, 443);
+  if (!endpoint) {
+    *error = "--listen: not address[:port] or [v6-address][:port] (port 1-65535): `" + text + "'";
     return false;
   }
-  *out = {};
-  sockaddr_in v4{};
-  sockaddr_in6 v6{};
-  if (inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1) {
-    v4.sin_family = AF_INET;
-    v4.sin_port = htons(static_cast<std::uint16_t>(value));
-    std::memcpy(out, &v4, sizeof(v4));
-    return true;
-  }
-  if (inet_pton(AF_INET6, host.c_str(), &v6.sin6_addr) == 1) {
-    v6.sin6_family = AF_INET6;
-    v6.sin6_port = htons(static_cast<std::uint16_t>(value));
-    std::memcpy(out, &v6, sizeof(v6));
-    return true;
-  }
-  *error = "--listen: not an IPv4 or IPv6 address: `" + host + "'";
-  return false;
+  *out = *endpoint;
+  return true;
 }
 
 nlohmann::json stats_json(const qs::ServerConfig& cfg, const std::vector<std::unique_ptr<qs::Worker>>& workers,
@@ -102,16 +71,6 @@ nlohmann::json stats_json(const qs::ServerConfig& cfg, const std::vector<std::un
                 {"gate", c.gate}, {"gate_absent", c.gate_absent}, {"allowlisted", c.allowlisted}};
   }
   return j;
-}
-
-void write_stats(const std::string& path, const nlohmann::json& j) {
-  if (path.empty()) return;
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-  }
-  std::rename(tmp.c_str(), path.c_str());
 }
 
 // Options that need checking beyond CLI11's: filled by parse_command_line.
@@ -289,7 +248,7 @@ void wait_for_stop(const qs::ServerConfig& cfg, const sigset_t& stop_signals,
   for (;;) {
     timespec one_second{1, 0};
     const int sig = sigtimedwait(&stop_signals, nullptr, &one_second);
-    write_stats(cfg.stats_file, stats_json(cfg, workers, steering));
+    qs::write_stats(cfg.stats_file, stats_json(cfg, workers, steering));
     if (sig == SIGINT || sig == SIGTERM) return;
     if (cfg.duration_s > 0 &&
         std::chrono::steady_clock::now() - start >= std::chrono::seconds(cfg.duration_s)) {
@@ -379,7 +338,7 @@ int main(int argc, char** argv) {
   map_share.reset();
   if (!cfg.gate_name.empty()) stop_gate_side(cfg, cfg.workers);
   const auto final_stats = stats_json(cfg, workers, steering.get());
-  write_stats(cfg.stats_file, final_stats);
+  qs::write_stats(cfg.stats_file, final_stats);
   std::cout << final_stats.dump() << std::endl;
   return 0;
 }

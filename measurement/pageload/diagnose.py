@@ -19,7 +19,6 @@ one clock: the captures' timestamps and Navigation Timing's timeOrigin):
       --rounds 3 --out measurement/pageload/results
 (root; takes the lab lock /run/qs-helper-lab.lock unless --no-lock)."""
 import argparse
-import csv
 import fcntl
 import os
 import statistics
@@ -119,14 +118,7 @@ def main():
         if lock:
             fcntl.flock(lock, fcntl.LOCK_UN)
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "diagnosis.csv")
-    new = not os.path.exists(path)
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        if new:
-            w.writeheader()
-        for row in rows:
-            w.writerow({k: row.get(k, "") for k in FIELDS})
+    harness.append_csv(os.path.join(args.out, "diagnosis.csv"), rows, FIELDS)
     print(f"\nmedians ({args.profile}, {args.channel_rate} Mbit/s), ms after the first Initial:")
     for page in args.page:
         for mode, _, _ in variants:

@@ -193,11 +193,12 @@ class Batch:
         return self.rows
 
 
-def append_csv(path, rows):
+def append_csv(path, rows, fields=FIELDS):
+    """Appends rows (dicts; missing fields empty) to a CSV, with a header when it is new."""
     new = not os.path.exists(path)
     with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w = csv.DictWriter(f, fieldnames=fields)
         if new:
             w.writeheader()
         for row in rows:
-            w.writerow({k: row.get(k, "") for k in FIELDS})
+            w.writerow({k: row.get(k, "") for k in fields})

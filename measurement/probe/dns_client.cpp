@@ -7,9 +7,11 @@
 #include <array>
 #include <vector>
 
-#include "measurement/probe/endpoint.hpp"
+#include "common/socket_endpoint.hpp"
 
 namespace quicstep::measurement::probe {
+
+using common::wildcard;
 
 namespace {
 constexpr unsigned kResends = 2;

@@ -13,9 +13,12 @@
 #include <iostream>
 
 #include "common/dns_message.hpp"
-#include "measurement/probe/endpoint.hpp"
+#include "common/socket_endpoint.hpp"
 
 namespace quicstep::measurement::probe {
+
+using common::parse_ip;
+using common::with_port;
 
 namespace {
 

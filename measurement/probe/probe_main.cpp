@@ -15,10 +15,13 @@
 #include <thread>
 #include <vector>
 
-#include "measurement/probe/endpoint.hpp"
+#include "common/socket_endpoint.hpp"
 #include "measurement/probe/probe_engine.hpp"
 
 using namespace quicstep::measurement::probe;
+using quicstep::common::parse_endpoint;
+using quicstep::common::parse_ip;
+using quicstep::common::wildcard;
 
 namespace {
 

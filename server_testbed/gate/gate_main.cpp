@@ -25,9 +25,11 @@
 #include <iostream>
 #include <vector>
 
+#include "common/socket_endpoint.hpp"
 #include "server_testbed/gate/batch_io.hpp"
 #include "server_testbed/gate/gate_core.hpp"
 #include "server_testbed/gate/gate_maps.hpp"
+#include "server_testbed/stats_file.hpp"
 #include "server_testbed/token/master_key.hpp"
 #include "server_testbed/udp_socket.hpp"
 #include "server_testbed/worker.hpp"
@@ -38,51 +40,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop = true; }
-
-// "198.18.220.10:443" or "[2001:db8:220::10]:443".
-bool parse_endpoint(const std::string& text, sockaddr_storage* out) {
-  std::string host, port;
-  if (!text.empty() && text[0] == '[') {
-    const auto close = text.find("]:");
-    if (close == std::string::npos) return false;
-    host = text.substr(1, close - 1);
-    port = text.substr(close + 2);
-  } else {
-    const auto colon = text.rfind(':');
-    if (colon == std::string::npos) return false;
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  unsigned value = 0;
-  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
-    return false;
-  }
-  *out = {};
-  auto* v4 = reinterpret_cast<sockaddr_in*>(out);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(out);
-  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<std::uint16_t>(value));
-    return true;
-  }
-  if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<std::uint16_t>(value));
-    return true;
-  }
-  return false;
-}
-
-void write_stats(const std::string& path, const nlohmann::json& j) {
-  if (path.empty()) return;
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-  }
-  std::rename(tmp.c_str(), path.c_str());
-}
 
 struct Options {
   std::string name, listen, master_key_file, stats_file;
@@ -115,7 +72,9 @@ int main(int argc, char** argv) {
 
   std::string error;
   sockaddr_storage listen{};
-  if (!parse_endpoint(opt.listen, &listen)) {
+  if (const auto endpoint = quicstep::common::parse_endpoint(opt.listen, 443)) {
+    listen = *endpoint;
+  } else {
     std::cerr << "quicstep-gate: --listen: not address:port or [address]:port: `" << opt.listen
               << "'\n";
     return 2;
@@ -242,14 +201,14 @@ int main(int argc, char** argv) {
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_stats) {
-      write_stats(opt.stats_file, stats());
+      qs::write_stats(opt.stats_file, stats());
       next_stats = now + std::chrono::seconds(1);
     }
     if (opt.duration_s > 0 && now - start >= std::chrono::seconds(opt.duration_s)) break;
   }
   close(fwd);
   const auto final_stats = stats();
-  write_stats(opt.stats_file, final_stats);
+  qs::write_stats(opt.stats_file, final_stats);
   std::cout << final_stats.dump() << std::endl;
   return 0;
 }

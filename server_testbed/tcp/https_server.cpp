@@ -22,6 +22,8 @@
 #include <string>
 #include <thread>
 
+#include "common/socket_endpoint.hpp"
+
 namespace {
 
 std::atomic<bool> g_stop{false};
@@ -35,33 +37,13 @@ struct Counters {
   std::atomic<unsigned> active{0};
 };
 
+// "198.18.230.10:443" or "[2001:db8:230::10]:443" (port 443 when omitted).
 bool parse_listen(const std::string& text, sockaddr_storage* out, socklen_t* len) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos) return false;
-  std::string host = text.substr(0, colon);
-  unsigned port = 0;
-  const auto* p = text.data() + colon + 1;
-  const auto [end, ec] = std::from_chars(p, text.data() + text.size(), port);
-  if (ec != std::errc{} || end != text.data() + text.size() || port == 0 || port > 65535) return false;
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  *out = {};
-  sockaddr_in v4{};
-  sockaddr_in6 v6{};
-  if (inet_pton(AF_INET, host.c_str(), &v4.sin_addr) == 1) {
-    v4.sin_family = AF_INET;
-    v4.sin_port = htons(static_cast<std::uint16_t>(port));
-    std::memcpy(out, &v4, sizeof(v4));
-    *len = sizeof(v4);
-    return true;
-  }
-  if (inet_pton(AF_INET6, host.c_str(), &v6.sin6_addr) == 1) {
-    v6.sin6_family = AF_INET6;
-    v6.sin6_port = htons(static_cast<std::uint16_t>(port));
-    std::memcpy(out, &v6, sizeof(v6));
-    *len = sizeof(v6);
-    return true;
-  }
-  return false;
+  const auto endpoint = quicstep::common::parse_endpoint(text, 443);
+  if (!endpoint) return false;
+  *out = *endpoint;
+  *len = endpoint->ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  return true;
 }
 
 // The size N of "GET /bytes/N HTTP/1.1", or -1.

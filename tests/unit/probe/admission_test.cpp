@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include "measurement/probe/endpoint.hpp"
+#include "common/socket_endpoint.hpp"
 
 namespace quicstep::measurement::probe {
+
+using common::parse_endpoint;
+using common::parse_ip;
+using common::ip_text;
 namespace {
 
 constexpr std::uint64_t kSecond = 1'000'000'000;

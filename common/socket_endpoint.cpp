@@ -1,4 +1,4 @@
-#include "measurement/probe/endpoint.hpp"
+#include "common/socket_endpoint.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace quicstep::measurement::probe {
+namespace quicstep::common {
 
 std::optional<sockaddr_storage> parse_ip(std::string_view text) {
   if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return std::nullopt;
@@ -99,4 +99,4 @@ std::string ip_text(const sockaddr_storage& addr) {
   return text;
 }
 
-}  // namespace quicstep::measurement::probe
+}  // namespace quicstep::common

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace quicstep::measurement::probe {
+namespace quicstep::common {
 
 // nullopt on anything else (bad address, port not 1..65535, trailing text).
 std::optional<sockaddr_storage> parse_endpoint(std::string_view text, std::uint16_t default_port);
@@ -22,4 +22,4 @@ std::string ip_text(const sockaddr_storage& addr);
 // `addr` with its port set.
 sockaddr_storage with_port(sockaddr_storage addr, std::uint16_t port);
 
-}  // namespace quicstep::measurement::probe
+}  // namespace quicstep::common
