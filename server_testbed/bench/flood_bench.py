@@ -286,6 +286,262 @@ def tcp_point(args, bins, work, cert, key, mode, rate):
             "listen_drops": delta["ListenDrops"], "reqq_full_drops": delta["TCPReqQFullDrop"]}
 
 
+CAPACITY_MODES = ("retry", "gate", "gate-raw", "gate-packet")
+# Counted outside the defender: Initials arriving in the server namespace (prerouting), and
+# Retries arriving at the attacker's end of the veth (netdev ingress of qsfl-c), where they
+# are dropped: with veth the receiver's processing runs in the sender's context, so a Retry
+# routed on into qs-fld-c (and dropped there late, forwarding being off) would charge that
+# namespace's IP input to the defender's CPU; a NIC would end the defender's cost at the wire.
+CAPACITY_NFT_SERVER = """
+table inet qs_fld_capacity {
+  counter initials_in {}
+  chain in {
+    type filter hook prerouting priority raw; policy accept;
+    udp dport 443 counter name "initials_in"
+  }
+}
+"""
+CAPACITY_NFT_CLIENT = """
+table netdev qs_fld_capacity {
+  counter retries_out {}
+  chain in {
+    type filter hook ingress device %s priority 0; policy accept;
+    udp sport 443 @th,64,4 == 0xf counter name "retries_out" drop
+  }
+}
+"""
+
+
+def nft_counters():
+    """Packets of the capacity tables' named counters: Initials to port 443 arriving in the
+    server namespace; Retries (a v1 long header of type Retry, first octet 0xf_, from port
+    443) arriving at the attacker's end of the link."""
+    counts = {}
+    for ns, family in ((env.NS_S, "inet"), (env.NS_C, "netdev")):
+        out = json.loads(env.netns(ns, "nft", "-j", "list", "counters", "table", family,
+                                   "qs_fld_capacity").stdout)
+        counts.update({c["counter"]["name"]: c["counter"]["packets"] for c in out["nftables"]
+                       if "counter" in c})
+    return counts
+
+
+def udp_snmp(ns):
+    """Udp counters of a namespace (/proc/net/snmp): RcvbufErrors = datagrams the defender's
+    socket had no room for (offered load beyond what it answered)."""
+    lines = [l.split() for l in env.netns(ns, "cat", "/proc/net/snmp").stdout.splitlines()
+             if l.startswith("Udp:")]
+    return dict(zip(lines[0][1:], map(int, lines[1][1:])))
+
+
+def read_stats(path):
+    """(counters, mtime) of a stats file the server or gate rewrites every second."""
+    for _ in range(20):
+        try:
+            st = os.stat(path)
+            with open(path) as f:
+                return json.load(f), st.st_mtime
+        except (OSError, ValueError):  # mid-rename
+            time.sleep(0.02)
+    raise RuntimeError(f"unreadable stats file {path}")
+
+
+def retries_in(mode, stats):
+    return (stats.get("retry_sent", 0) if mode.startswith("gate")
+            else sum_workers(stats, "retry_sent"))
+
+
+def peer_mac():
+    """The MAC address of the attacker's end of the veth: quicstep-gate --tx packet's next hop."""
+    return json.loads(env.netns(env.NS_C, "ip", "-j", "link", "show", env.IF_C).stdout)[0]["address"]
+
+
+def tx_options(mode):
+    if mode == "gate-raw":
+        return ["--tx", "raw"]
+    if mode == "gate-packet":
+        return ["--tx", "packet", "--tx-interface", env.IF_S, "--tx-next-hop", peer_mac()]
+    return ["--tx", "udp"]
+
+
+def capacity_point(args, bins, work, cert, key, mode, quota):
+    """One capacity round: the defender (`retry`: quicstep-server's process, one worker doing
+    host Retry; `gate`: quicstep-gate; `gate-raw`: quicstep-gate --tx raw) in a cgroup throttled to `quota` of a core and pinned
+    to CPU 0, the generator on CPU 1 at full speed (pool of Initials); Retries answered per
+    second counted by the defender and by an nft counter on the server namespace's output."""
+    point = os.path.join(work, f"capacity-{mode}")
+    round_no = 1
+    while os.path.exists(point + f"-r{round_no}"):
+        round_no += 1
+    point += f"-r{round_no}"
+    os.makedirs(point)
+    stats_file = os.path.join(point, "server.json")
+    gate_file = os.path.join(point, "gate.json")
+    name = f"fld{os.getpid()}{int(time.time() * 1000) % 100000}"
+    is_gate = mode.startswith("gate")
+    extra = (["--gate", name, "--master-key", args.master_key] if is_gate
+             else ["--retry", "--master-key", args.master_key])
+    cg = env.CpuQuota("qs-fld-capacity", quota)
+    server = env.Proc(env.NS_S, "0", [bins["server"], "--listen", f"{env.S4}:443", "--cert", cert,
+                                      "--key", key, "--workers", "1", "--pin", "--stats-file",
+                                      stats_file, "--duration", "60", *extra],
+                      os.path.join(point, "server.log"), nice=DEFENDER_NICE)
+    gate = flood = None
+    try:
+        if not env.wait_file(stats_file, server):
+            raise RuntimeError(f"quicstep-server did not start: {point}/server.log")
+        if is_gate:
+            gate = env.Proc(env.NS_S, "0", [bins["gate"], "--gate", name, "--listen",
+                                            f"{env.S4}:443", "--master-key", args.master_key,
+                                            "--cpu", "0", "--stats-file", gate_file,
+                                            "--duration", "60",
+                                            *tx_options(mode)],
+                            os.path.join(point, "gate.log"), nice=DEFENDER_NICE)
+            if not env.wait_file(gate_file, gate):
+                raise RuntimeError(f"quicstep-gate did not start: {point}/gate.log")
+        defender, defender_file = (gate, gate_file) if is_gate else (server, stats_file)
+        cg.add(defender.pid)
+        window = args.seconds
+        log = os.path.join(point, "flood.log")
+        flood = env.Proc(env.NS_C, "1", [bins["flood"], "--target", env.S4, "--port", "443",
+                                         "--sources", env.SPOOF4, "--variant", "initial",
+                                         "--rate", "0", "--count", "100000000",
+                                         "--duration", str(window + 4), "--pool", "32768"], log)
+        if not env.wait_text(log, "quicstep-flood: started", flood):
+            raise RuntimeError(f"quicstep-flood did not start: {log}")
+        time.sleep(1.5)  # buffers full, throttling in its steady state
+        for p in (server, gate, flood):
+            if p:
+                p.mark()
+        t0 = time.monotonic()
+        nft0, udp0, thr0 = nft_counters(), udp_snmp(env.NS_S), cg.throttled()
+        st0, m0 = read_stats(defender_file)
+        time.sleep(window)
+        st1, m1 = read_stats(defender_file)
+        nft1, udp1, thr1 = nft_counters(), udp_snmp(env.NS_S), cg.throttled()
+        elapsed = time.monotonic() - t0
+        cpu = {n: (p.cpu_share() if p else 0.0) for n, p in
+               (("server", server), ("gate", gate), ("flood", flood))}
+        flood_result = stop_flood(flood)
+        flood = None
+    finally:
+        if flood:
+            flood.stop()
+        if gate:
+            gate.stop()
+        code, _ = server.stop()
+        cg.remove()
+    if code != 0:
+        raise RuntimeError(f"quicstep-server exited with {code}: {point}/server.log")
+    nft_rate = (nft1["retries_out"] - nft0["retries_out"]) / elapsed
+    own_rate = (retries_in(mode, st1) - retries_in(mode, st0)) / max(1e-3, m1 - m0)
+    offered = (nft1["initials_in"] - nft0["initials_in"]) / elapsed
+    defender_cpu = cpu["gate" if is_gate else "server"]
+    periods = thr1[0] - thr0[0]
+    return {"mode": mode, "quota": round(cg.share, 3), "window_s": round(elapsed, 2),
+            "offered_pps": round(offered, 1), "attack_pps": round(flood_result["achieved_pps"], 1),
+            "retries_per_s_nft": round(nft_rate, 1), "retries_per_s_own": round(own_rate, 1),
+            "rcvbuf_errors_per_s": round((udp1.get("RcvbufErrors", 0) -
+                                          udp0.get("RcvbufErrors", 0)) / elapsed, 1),
+            "cpu_defender": round(defender_cpu, 3), "cpu_server": round(cpu["server"], 3),
+            "cpu_gate": round(cpu["gate"], 3), "cpu_flood": round(cpu["flood"], 3),
+            "throttled_share": round((thr1[1] - thr0[1]) / periods, 3) if periods else 0.0,
+            "per_core_by_quota": round(nft_rate / cg.share, 0),
+            "per_core_by_cpu": round(nft_rate / max(defender_cpu, 1e-3), 0)}
+
+
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return float("nan") if n == 0 else (values[n // 2] if n % 2 else
+                                        (values[n // 2 - 1] + values[n // 2]) / 2)
+
+
+def capacity_report(rows, args):
+    lines = ["# Retry capacity per core (flood_bench.py --capacity)", "",
+             f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
+             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}. Defender throttled to "
+             f"{args.quota} of a core (cgroup CPU quota, period 10 ms) and pinned to CPU 0: "
+             "`retry` = quicstep-server's process (one worker doing host Retry), `gate` = "
+             "quicstep-gate (the worker beside it on CPU 0, unthrottled, sees no flood), "
+             "`gate-raw` = quicstep-gate --tx raw (Retries framed by the gate, sent on an "
+             "IPPROTO_RAW socket), `gate-packet` = quicstep-gate --tx packet (the same frames "
+             "sent on an AF_PACKET socket to the veth peer's MAC, qdisc bypassed). "
+             "Generator on CPU 1 at full speed (a pool of 32,768 encrypted v1 Initials, "
+             f"spoofed sources). {args.seconds} s window per round after 1.5 s of warm-up; "
+             "rounds alternate.", "",
+             "Retries/s: `nft` = Retry packets (first octet 0xf_) counted by an nftables "
+             "counter where they arrive at the attacker's end of the veth (netdev ingress, "
+             "then dropped); `own` = the defender's retry_sent counter. "
+             "Per core = nft Retries/s / quota (and / the CPU the defender really used).", "",
+             "| round | mode | offered pps | Retries/s (nft) | Retries/s (own) | socket drops/s | "
+             "defender CPU | periods throttled | per core (quota) | per core (CPU used) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for i, r in enumerate(rows, 1):
+        lines.append(f"| {i} | {r['mode']} | {r['offered_pps']:.0f} | {r['retries_per_s_nft']:.0f} | "
+                     f"{r['retries_per_s_own']:.0f} | {r['rcvbuf_errors_per_s']:.0f} | "
+                     f"{r['cpu_defender']} | {100 * r['throttled_share']:.0f}% | "
+                     f"{r['per_core_by_quota']:.0f} | {r['per_core_by_cpu']:.0f} |")
+    med = {}
+    for m in CAPACITY_MODES:
+        pts = [r for r in rows if r["mode"] == m]
+        if pts:
+            med[m] = (median([r["per_core_by_quota"] for r in pts]),
+                      median([r["per_core_by_cpu"] for r in pts]), len(pts))
+    lines.append("")
+    for m, (q, c, n) in med.items():
+        lines.append(f"- {m}: median {q:.0f} Retries/s per core by quota, {c:.0f} by CPU used "
+                     f"({n} rounds)")
+    for g in CAPACITY_MODES[1:]:
+        if "retry" in med and g in med and med["retry"][0] > 0:
+            lines.append(f"- {g} / host Retry per core: **{med[g][0] / med['retry'][0]:.2f}x** "
+                         f"by quota, {med[g][1] / max(med['retry'][1], 1e-9):.2f}x by CPU used "
+                         "(target >= 2x)")
+    unsaturated = [i + 1 for i, r in enumerate(rows) if r["rcvbuf_errors_per_s"] <= 0]
+    if unsaturated:
+        lines.append(f"- rounds without socket drops (defender perhaps not saturated): "
+                     f"{unsaturated}")
+    if args.failed_points:
+        lines += ["", "## Rounds that failed", ""] + [f"- {p}" for p in args.failed_points]
+    return "\n".join(lines)
+
+
+def run_capacity(args, bins):
+    """--capacity: alternating retry/gate rounds, CSV + report in --out."""
+    if not bins["gate"]:
+        sys.exit("flood_bench: --capacity needs quicstep-gate in the build")
+    os.makedirs(args.out, exist_ok=True)
+    work = env.tempdir()
+    args.master_key = os.path.join(work, "master.key")
+    with open(args.master_key, "wb") as f:
+        f.write(os.urandom(32))
+    os.chmod(args.master_key, 0o600)
+    rows = []
+    args.failed_points = []
+    env.up()
+    try:
+        env.netns(env.NS_S, "nft", "-f", "-", input=CAPACITY_NFT_SERVER)
+        env.netns(env.NS_C, "nft", "-f", "-", input=CAPACITY_NFT_CLIENT % env.IF_C)
+        cert, key = env.make_cert(work)
+        modes = [m for m in args.capacity_modes.split(",") if m]
+        for m in modes:
+            if m not in CAPACITY_MODES:
+                raise SystemExit(f"flood_bench: --capacity-modes: unknown mode {m}")
+        for i in range(args.capacity_rounds):
+            for mode in (modes if i % 2 == 0 else modes[::-1]):
+                measure(rows, f"capacity {mode} round {i + 1}", capacity_point, args, bins,
+                        work, cert, key, mode, args.quota)
+    finally:
+        env.down()
+        env.rmtree(work)
+    write_csv(os.path.join(args.out, "flood_capacity.csv"), rows)
+    text = capacity_report(rows, args)
+    with open(os.path.join(args.out, "capacity_report.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+    if args.failed_points:
+        sys.exit(1)
+
+
 def write_csv(path, rows):
     if not rows:
         return
@@ -487,11 +743,23 @@ def main():
     p.add_argument("--quick", action="store_true", help="few points, short windows (smoke)")
     p.add_argument("--no-quic", action="store_true")
     p.add_argument("--no-tcp", action="store_true")
+    p.add_argument("--capacity", action="store_true",
+                   help="only the per-core Retry capacity: defender throttled to --quota of a "
+                        "core, gate and host Retry in alternating rounds")
+    p.add_argument("--quota", type=float, default=0.25, help="--capacity: share of one core")
+    p.add_argument("--capacity-rounds", type=int, default=3,
+                   help="--capacity: rounds per mode")
+    p.add_argument("--capacity-modes", default=",".join(CAPACITY_MODES),
+                   help="--capacity: modes, in the order of odd rounds (even rounds reverse it)")
     args = p.parse_args()
     if args.quick:
         args.rates, args.tcp_rates, args.variants = "0,2000", "0,2000", "garbage"
         args.variant_rate, args.seconds, args.legit_rate, args.pause = 2000, 1.5, 40, 0.3
     bins = binaries(args.build, args.gate_binary)
+    if args.capacity:
+        if not 0.01 <= args.quota <= 1.0:
+            sys.exit("flood_bench: --quota: a share of one core, 0.01-1")
+        return run_capacity(args, bins)
     args.server_has_master_key = "--master-key" in env.sh(bins["server"], "--help",
                                                           check=False).stdout
     modes = [m for m in args.modes.split(",") if m]

@@ -145,6 +145,90 @@ def wait_file(path, proc, seconds=5):
     return False
 
 
+class CpuQuota:
+    """A CPU-bandwidth cgroup that throttles one process to `share` of a core (capacity mode).
+
+    cgroup v2 (`cpu.max`) where the unified hierarchy has the cpu controller, else cgroup v1's
+    cpu controller (`cpu.cfs_quota_us`; this VM mounts a hybrid hierarchy whose v2 part has no
+    controllers). Created under the name given (qs-fld-*), removed by remove()."""
+
+    def __init__(self, name, share, period_us=10000):
+        self.quota_us = max(1000, int(share * period_us))
+        self.period_us = period_us
+        v2 = "/sys/fs/cgroup"
+        self.version = None
+        try:
+            with open(os.path.join(v2, "cgroup.controllers")) as f:
+                if "cpu" in f.read().split():
+                    self.version, self.path = 2, os.path.join(v2, name)
+        except OSError:
+            pass
+        if self.version is None:
+            v1 = "/sys/fs/cgroup/cpu"
+            if not os.path.exists(os.path.join(v1, "cpu.cfs_quota_us")):
+                raise RuntimeError("no cgroup cpu controller (neither /sys/fs/cgroup/cpu.max "
+                                   "nor /sys/fs/cgroup/cpu/cpu.cfs_quota_us)")
+            self.version, self.path = 1, os.path.join(v1, name)
+        self.remove()
+        if self.version == 2:
+            with open(os.path.join(v2, "cgroup.subtree_control"), "w") as f:
+                f.write("+cpu")
+        os.mkdir(self.path)
+        if self.version == 2:
+            self._write("cpu.max", f"{self.quota_us} {self.period_us}")
+        else:
+            self._write("cpu.cfs_period_us", str(self.period_us))
+            self._write("cpu.cfs_quota_us", str(self.quota_us))
+
+    @property
+    def share(self):
+        return self.quota_us / self.period_us
+
+    def _write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def add(self, pid):
+        """Moves the process (all its threads) into the group."""
+        self._write("cgroup.procs", str(pid))
+
+    def throttled(self):
+        """(periods, throttled periods) from cpu.stat: proof the quota was the limit."""
+        stat = {}
+        try:
+            with open(os.path.join(self.path, "cpu.stat")) as f:
+                for line in f:
+                    k, v = line.split()
+                    stat[k] = int(v)
+        except OSError:
+            return 0, 0
+        return stat.get("nr_periods", 0), stat.get("nr_throttled", 0)
+
+    def remove(self):
+        """Moves any process left back to the parent group and removes the group."""
+        if not os.path.isdir(self.path):
+            return
+        parent = os.path.dirname(self.path)
+        try:
+            with open(os.path.join(self.path, "cgroup.procs")) as f:
+                pids = f.read().split()
+            for pid in pids:
+                try:
+                    with open(os.path.join(parent, "cgroup.procs"), "w") as f:
+                        f.write(pid)
+                except OSError:
+                    pass
+        except OSError:
+            pass
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"cannot remove cgroup {self.path}")
+
+
 def tempdir():
     return tempfile.mkdtemp(prefix="qs-fld-")
 

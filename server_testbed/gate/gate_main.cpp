@@ -6,6 +6,8 @@
 // it exits or dies, the kernel drops its socket from the sockarray and the workers do Retry
 // themselves (fail-open); started again, it takes the Initials back.
 #include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -29,6 +31,7 @@
 #include "server_testbed/gate/batch_io.hpp"
 #include "server_testbed/gate/gate_core.hpp"
 #include "server_testbed/gate/gate_maps.hpp"
+#include "server_testbed/gate/mac_address.hpp"
 #include "server_testbed/stats_file.hpp"
 #include "server_testbed/token/master_key.hpp"
 #include "server_testbed/udp_socket.hpp"
@@ -47,6 +50,8 @@ struct Options {
   double allowlist_ttl_s = 30;
   double retry_token_lifetime_s = 10, new_token_lifetime_s = 3600, key_period_s = 3600;
   unsigned duration_s = 0;
+  std::string tx = "udp";
+  std::string tx_interface, tx_next_hop;
 };
 
 }  // namespace
@@ -60,6 +65,15 @@ int main(int argc, char** argv) {
   app.add_option("--cpu", opt.cpu, "pin the gate to this CPU");
   app.add_option("--stats-file", opt.stats_file, "JSON counters, rewritten every second");
   app.add_option("--duration", opt.duration_s, "exit after this many seconds (0: on signal)");
+  app.add_option("--tx", opt.tx,
+                 "how Retries leave: udp (the listening UDP socket, sendmmsg), raw (an "
+                 "IPPROTO_RAW socket, IP + UDP header written by the gate, sendmmsg) or packet "
+                 "(an AF_PACKET socket on --tx-interface to --tx-next-hop, qdisc bypassed: no "
+                 "routing, no netfilter); raw and packet need a specific --listen address")
+      ->check(CLI::IsMember({"udp", "raw", "packet"}));
+  app.add_option("--tx-interface", opt.tx_interface, "--tx packet: the interface to send on");
+  app.add_option("--tx-next-hop", opt.tx_next_hop,
+                 "--tx packet: the next hop's MAC address (every Retry goes to it)");
   app.add_option("--allowlist-ttl", opt.allowlist_ttl_s, "seconds a verified flow bypasses the gate")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--retry-token-lifetime", opt.retry_token_lifetime_s, "seconds")
@@ -163,10 +177,56 @@ int main(int argc, char** argv) {
     return j;
   };
   std::cerr << "quicstep-gate: " << opt.name << " on " << opt.listen << ", "
-            << bpf_cfg.worker_count << " workers\n";
+            << bpf_cfg.worker_count << " workers, Retries sent by " << opt.tx << "\n";
 
   qs::gate::RecvBatch in;
   qs::gate::SendBatch out;
+  int raw_fd = -1;
+  if (opt.tx != "udp") {
+    const bool any = listen.ss_family == AF_INET
+                         ? reinterpret_cast<const sockaddr_in&>(listen).sin_addr.s_addr == INADDR_ANY
+                         : IN6_IS_ADDR_UNSPECIFIED(
+                               &reinterpret_cast<const sockaddr_in6&>(listen).sin6_addr);
+    if (any) {
+      std::cerr << "quicstep-gate: --tx raw needs a specific --listen address (the Retries' "
+                   "source), not `" << opt.listen << "'\n";
+      return 2;
+    }
+    sockaddr_ll next_hop{};
+    if (opt.tx == "packet") {
+      const auto mac = qs::gate::parse_mac(opt.tx_next_hop);
+      next_hop.sll_family = AF_PACKET;
+      next_hop.sll_ifindex = static_cast<int>(if_nametoindex(opt.tx_interface.c_str()));
+      if (!mac || next_hop.sll_ifindex == 0) {
+        std::cerr << "quicstep-gate: --tx packet needs --tx-interface (an existing interface, "
+                     "not `" << opt.tx_interface << "') and --tx-next-hop (a unicast MAC "
+                     "address, not `" << opt.tx_next_hop << "')\n";
+        return 2;
+      }
+      next_hop.sll_halen = 6;
+      std::memcpy(next_hop.sll_addr, mac->data(), 6);
+      // protocol 0: a send-only socket, it receives nothing
+      raw_fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    } else {
+      raw_fd = socket(listen.ss_family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+    }
+    if (raw_fd < 0) {
+      std::cerr << "quicstep-gate: --tx " << opt.tx << ": socket: " << std::strerror(errno)
+                << "\n";
+      return 1;
+    }
+    const int sndbuf = 4 << 20;
+    setsockopt(raw_fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
+    if (opt.tx == "packet") {
+      const int one = 1;
+      if (setsockopt(raw_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) != 0) {
+        std::cerr << "quicstep-gate: PACKET_QDISC_BYPASS: " << std::strerror(errno) << "\n";
+      }
+      out.use_packet(raw_fd, listen, next_hop);
+    } else {
+      out.use_raw(raw_fd, listen);
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
   auto next_stats = start;
   while (!g_stop.load()) {
@@ -207,6 +267,7 @@ int main(int argc, char** argv) {
     if (opt.duration_s > 0 && now - start >= std::chrono::seconds(opt.duration_s)) break;
   }
   close(fwd);
+  if (raw_fd >= 0) close(raw_fd);
   const auto final_stats = stats();
   qs::write_stats(opt.stats_file, final_stats);
   std::cout << final_stats.dump() << std::endl;
