@@ -465,7 +465,7 @@ def capacity_report(rows, args):
              "quicstep-gate (the worker beside it on CPU 0, unthrottled, sees no flood), "
              "`gate-raw` = quicstep-gate --tx raw (Retries framed by the gate, sent on an "
              "IPPROTO_RAW socket), `gate-packet` = quicstep-gate --tx packet (the same frames "
-             "sent on an AF_PACKET socket to the veth peer's MAC, qdisc bypassed). "
+             "sent on an AF_PACKET socket to the veth peer's MAC, qdisc bypassed, sendmmsg). "
              "Generator on CPU 1 at full speed (a pool of 32,768 encrypted v1 Initials, "
              f"spoofed sources). {args.seconds} s window per round after 1.5 s of warm-up; "
              "rounds alternate.", "",

@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
                  "how Retries leave: udp (the listening UDP socket, sendmmsg), raw (an "
                  "IPPROTO_RAW socket, IP + UDP header written by the gate, sendmmsg) or packet "
                  "(an AF_PACKET socket on --tx-interface to --tx-next-hop, qdisc bypassed: no "
-                 "routing, no netfilter); raw and packet need a specific --listen address")
+                 "routing, no netfilter, sendmmsg); raw and packet need a specific --listen "
+                 "address")
       ->check(CLI::IsMember({"udp", "raw", "packet"}));
   app.add_option("--tx-interface", opt.tx_interface, "--tx packet: the interface to send on");
   app.add_option("--tx-next-hop", opt.tx_next_hop,
