@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 #include <unordered_map>
+#include <vector>
 
 #include "client/channel.hpp"
 #include "client/classifier.hpp"
@@ -18,6 +19,7 @@
 #include "client/kernel_rules.hpp"
 #include "client/nfqueue_frontend.hpp"
 #include "client/nft_rules.hpp"
+#include "client/nft_set_writer.hpp"
 #include "client/routing.hpp"
 #include "client/status.hpp"
 
@@ -55,6 +57,7 @@ std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* rout
   r->nat = d.addressing != Addressing::permissive;
   r->stateless = d.addressing == Addressing::stateless;
   r->track_native = d.native_conntrack;
+  r->gso_native_fast = d.native_gso_in_kernel;
   r->native_v4 = d.native_prefixes_v4;
   r->native_v6 = d.native_prefixes_v6;
   r->set_size = static_cast<std::uint32_t>(std::min<std::size_t>(p.flows.capacity, 1u << 20));
@@ -89,10 +92,12 @@ struct Daemon::Impl {
   NfqueueFrontend queue_out, queue_in;
   std::unique_ptr<asio::posix::stream_descriptor> out_fd, in_fd;
   std::unique_ptr<ControlServer> control;
-  // Native-set elements added recently, so that each flow costs one nft call per second at
-  // most. Bounded: cleared when full.
+  // Native-set elements added recently, so that each flow costs one set update per second
+  // at most. Bounded: cleared when full.
   std::unordered_map<common::FlowKey, common::Timestamp, common::FlowKeyHash> recent_native;
-  std::string element_batch;
+  // Set changes of one burst, applied together after its verdicts.
+  std::vector<SetElementOp> element_ops;
+  NftSetWriter set_writer;
   std::uint64_t set_updates = 0, set_update_failures = 0, reloads = 0;
   // Kernel counters of tables replaced by reloads (a new table starts at zero).
   std::map<std::string, KernelCounter> kernel_base;
@@ -124,6 +129,7 @@ std::string Daemon::Impl::start() {
   if (auto why = routing.install(routing_spec); !why.empty()) return "ip rule: " + why;
   if (auto why = open_queues(); !why.empty()) return why;
   if (auto why = rules.install(spec); !why.empty()) return "rules: " + why;
+  if (auto why = set_writer.open(); !why.empty()) return "flow sets: " + why;
   control = std::make_unique<ControlServer>(
       io, options.control_path, config.daemon.metrics_listen,
       [this](const std::string& req) { return control_request(req); });
@@ -191,7 +197,7 @@ std::optional<std::uint32_t> Daemon::Impl::decide_out(const QueuedPacket& p) {
   const common::Timestamp now = steady_now();
   const Decision d = classifier->classify(p.payload, Direction::outbound, now);
   if (d.path != Path::native) return std::nullopt;  // pre-set mark: the channel
-  // Keep the kernel's native set in step (one nft call per flow and second at most).
+  // Keep the kernel's native set in step (one set update per flow and second at most).
   if (auto ip = common::parse_ip_packet(p.payload); ip.ok()) {
     const auto key = common::FlowKey::from_client(*ip);
     // A watched flow stays queued until confirmed: the watchdog counts its packets.
@@ -203,7 +209,7 @@ std::optional<std::uint32_t> Daemon::Impl::decide_out(const QueuedPacket& p) {
     if (it == recent_native.end() || now - it->second > std::chrono::seconds(1)) {
       if (recent_native.size() >= 4096) recent_native.clear();
       recent_native[key] = now;
-      element_batch += add_element_text(spec.table, FlowSet::native, key, spec.native_timeout);
+      element_ops.push_back({true, FlowSet::native, key, spec.native_timeout});
     }
   }
   return (p.mark & ~spec.mark_mask) | spec.mark_native;
@@ -219,20 +225,20 @@ void Daemon::Impl::after_burst() {
       switch (e.kind) {
         case FlowEvent::Kind::moved_native:
           if (config.policy.watchdog.enabled) {
-            element_batch += add_element_text(spec.table, FlowSet::watch, e.flow, spec.watch_timeout);
+            element_ops.push_back({true, FlowSet::watch, e.flow, spec.watch_timeout});
           }
           break;
         case FlowEvent::Kind::confirmed:
-          element_batch += delete_element_text(spec.table, FlowSet::watch, e.flow);
+          element_ops.push_back({false, FlowSet::watch, e.flow, {}});
           recent_native[e.flow] = steady_now();
-          element_batch += add_element_text(spec.table, FlowSet::native, e.flow, spec.native_timeout);
+          element_ops.push_back({true, FlowSet::native, e.flow, spec.native_timeout});
           break;
         case FlowEvent::Kind::failed_back:
           spdlog::warn("migration failed: {}:{} back on the channel", e.flow.server.to_string(),
                        e.flow.server_port);
           recent_native.erase(e.flow);
-          element_batch += delete_element_text(spec.table, FlowSet::native, e.flow);
-          element_batch += add_element_text(spec.table, FlowSet::channel, e.flow, spec.native_timeout);
+          element_ops.push_back({false, FlowSet::native, e.flow, {}});
+          element_ops.push_back({true, FlowSet::channel, e.flow, spec.native_timeout});
           break;
         case FlowEvent::Kind::forgotten:
           recent_native.erase(e.flow);
@@ -240,11 +246,16 @@ void Daemon::Impl::after_burst() {
       }
     }
   }
-  if (!element_batch.empty()) {
+  if (!element_ops.empty() && rules.installed()) {
     ++set_updates;
-    set_update_failures += static_cast<std::uint64_t>(rules.apply_elements(element_batch));
-    element_batch.clear();
+    std::string why;
+    const int failed = set_writer.apply(spec.table, element_ops, &why);
+    if (failed != 0) {
+      set_update_failures += static_cast<std::uint64_t>(failed);
+      spdlog::debug("{} flow-set change(s) failed, first: {}", failed, why);
+    }
   }
+  element_ops.clear();
   arm_expiry();
 }
 

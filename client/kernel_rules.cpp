@@ -142,19 +142,4 @@ void InstalledRules::remove() {
   remove_kernel_rules(table_);
 }
 
-int InstalledRules::apply_elements(const std::string& batch) {
-  if (batch.empty() || !installed_) return 0;
-  if (run_process({"nft", "-f", "-"}, batch).ok()) return 0;
-  int failed = 0;
-  std::size_t start = 0;
-  while (start < batch.size()) {
-    std::size_t end = batch.find('\n', start);
-    if (end == std::string::npos) end = batch.size();
-    std::string line = batch.substr(start, end - start + 1);
-    if (!line.empty() && !run_process({"nft", "-f", "-"}, line).ok()) ++failed;
-    start = end + 1;
-  }
-  return failed;
-}
-
 }  // namespace quicstep::client

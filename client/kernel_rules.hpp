@@ -1,7 +1,7 @@
 // The installed kernel half: the nft table and the iptables-nft queue rules of nft_rules.hpp,
 // put in place by `nft -f` and `iptables-nft-restore --noflush` (each one atomic
 // transaction), removed by the destructor (RAII) and by remove_kernel_rules() after a
-// crash. Also the control-plane operations on the flow sets and the kernel's counters.
+// crash. Also the kernel's counters (flow-set changes: nft_set_writer.hpp).
 // All of it spawns programs and blocks for a few ms: control plane only.
 #pragma once
 
@@ -38,11 +38,6 @@ class InstalledRules {
   std::string install(const RulesetSpec& spec);
   void remove();
   bool installed() const { return installed_; }
-
-  // Runs a batch of element commands (add_element_text / delete_element_text lines) in one
-  // nft transaction; when that fails (a delete of an absent element fails the whole batch),
-  // retries line by line. Returns the number of lines that failed.
-  int apply_elements(const std::string& batch);
 
  private:
   std::string table_;

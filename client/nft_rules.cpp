@@ -151,8 +151,12 @@ void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
        // Shorter than any protected short-header packet (1 + 4 + 16 sample): unparseable.
        "    udp length < 29 goto to_channel\n"
        // Long header (first payload bit 1): the channel, decided here.
-       "    @th,64,1 1 goto to_channel\n"
-       "    meta length > " << s.gso_threshold << " goto decide_out\n";
+       "    @th,64,1 1 goto to_channel\n";
+  // GSO super-packets: nft sees only the first segment. Queued (and segmented) unless
+  // gso_native_fast, which lets those of a flow already in the native set pass below.
+  const std::string gso = "    meta length > " + std::to_string(s.gso_threshold) +
+                          " goto decide_out\n";
+  if (!s.gso_native_fast) o << gso;
   // A flow decided earlier. About one packet in 8 refreshes its element's timeout: those
   // whose three low first-byte bits (key phase and packet-number length, both under header
   // protection: pseudo-random per packet) are zero. A live flow stays in the set without a
@@ -165,6 +169,7 @@ void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
          "    " << flow << " " << set << " update " << set << " { " << flow << " }" << notrack
       << " counter return comment \"native_out\"\n";
   }
+  if (s.gso_native_fast) o << gso;
   o << "    " << kFlow4 << " @channel4 update @channel4 { " << kFlow4 << " } goto to_channel\n"
        "    " << kFlow6 << " @channel6 update @channel6 { " << kFlow6 << " } goto to_channel\n"
        "    goto decide_out\n"
@@ -249,11 +254,11 @@ std::string element(const common::FlowKey& f) {
          f.server.to_string() + " . " + std::to_string(f.server_port);
 }
 
+}  // namespace
+
 std::string set_name(FlowSet set, const common::FlowKey& f) {
   return std::string(to_string(set)) + (f.client.family == common::IpFamily::v4 ? "4" : "6");
 }
-
-}  // namespace
 
 std::string check_spec(const RulesetSpec& s) {
   if (!valid_name(s.table, 32)) return "bad table name `" + s.table + "'";
@@ -352,6 +357,26 @@ std::string delete_element_text(std::string_view table, FlowSet set,
                                 const common::FlowKey& flow) {
   return "delete element inet " + std::string(table) + " " + set_name(set, flow) + " { " +
          element(flow) + " }\n";
+}
+
+std::string element_op_text(std::string_view table, const SetElementOp& op) {
+  return op.add ? add_element_text(table, op.set, op.flow, op.timeout)
+                : delete_element_text(table, op.set, op.flow);
+}
+
+std::vector<std::uint8_t> set_element_key(const common::FlowKey& flow) {
+  std::vector<std::uint8_t> key;
+  key.reserve(40);
+  auto port = [&key](std::uint16_t p) {
+    key.insert(key.end(), {static_cast<std::uint8_t>(p >> 8), static_cast<std::uint8_t>(p), 0, 0});
+  };
+  const auto client = flow.client.octets();
+  key.insert(key.end(), client.begin(), client.end());
+  port(flow.client_port);
+  const auto server = flow.server.octets();
+  key.insert(key.end(), server.begin(), server.end());
+  port(flow.server_port);
+  return key;
 }
 
 }  // namespace quicstep::client

@@ -13,8 +13,12 @@
 //        hooks); about one packet in 8 refreshes the element's timeout. A
 //        flow in @channel4/6 gets CHANNEL, anything else gets DECIDE_OUT (which policy
 //        routing also sends to the channel).
-//        GSO super-packets (longer than gso_threshold) always get DECIDE_OUT: later segments
-//        may be long headers, and the kernel segments them before queueing.
+//        GSO super-packets (longer than gso_threshold) get DECIDE_OUT (the kernel segments
+//        them before queueing: the daemon decides segment by segment), except, with
+//        gso_native_fast, those of a flow already in @native4/6, decided by their first
+//        segment: a QUIC stack batches one connection's datagrams, and a client that sends
+//        short headers has discarded its Initial keys (RFC 9001 4.9.1), so no later segment
+//        carries a ClientHello (client/README.md, "GSO").
 //   -300 iptables raw OUTPUT: mark DECIDE_OUT -> NFQUEUE --queue-bypass (no daemon: accept
 //        with the mark unchanged, i.e. the channel). The daemon's verdict sets CHANNEL or
 //        NATIVE; nf_reinject re-routes by the new mark.
@@ -76,7 +80,8 @@ struct RulesetSpec {
   std::vector<std::string> exempt_v6;
   std::vector<std::string> native_v4;    // native_prefixes (a LAN): native except DNS
   std::vector<std::string> native_v6;
-  std::uint32_t gso_threshold = 1500;    // longer UDP packets on QUIC ports are queued
+  std::uint32_t gso_threshold = 1500;    // longer UDP packets on QUIC ports are queued ...
+  bool gso_native_fast = true;           // ... unless their flow is in the native set
   std::uint32_t set_size = 65536;        // elements per flow set (invariant 4)
   std::chrono::seconds native_timeout{120};  // a native-set element lives this long
   std::chrono::seconds watch_timeout{10};    // a watch-set element lives this long
@@ -111,5 +116,22 @@ std::string add_element_text(std::string_view table, FlowSet set, const common::
                              std::chrono::seconds timeout);
 std::string delete_element_text(std::string_view table, FlowSet set,
                                 const common::FlowKey& flow);
+// "native4", "watch6", ...: the set of `set` that holds flows of `flow`'s family.
+std::string set_name(FlowSet set, const common::FlowKey& flow);
+
+// One change to a flow set. The daemon applies them over netlink (NftSetWriter), without
+// starting a program: a set update is on the path of the flow's first native packets.
+struct SetElementOp {
+  bool add = true;  // false: delete
+  FlowSet set = FlowSet::native;
+  common::FlowKey flow;
+  std::chrono::seconds timeout{0};  // add only
+};
+// The op as `nft -f` text (add_element_text / delete_element_text): for logs.
+std::string element_op_text(std::string_view table, const SetElementOp& op);
+// The element's key as the kernel stores it for `addr . inet_service . addr .
+// inet_service`: each field in network byte order in its own 4-octet register slot (a port:
+// 2 octets and 2 zero octets), so 16 octets for IPv4 and 40 for IPv6.
+std::vector<std::uint8_t> set_element_key(const common::FlowKey& flow);
 
 }  // namespace quicstep::client

@@ -283,7 +283,7 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   l.known_keys(*t, "daemon",
                {"queue_outbound", "queue_inbound", "mark_channel", "mark_native", "mark_mask",
                 "routing_table", "channel_interface", "wg_config", "addressing",
-                "native_conntrack", "native_prefixes", "metrics_listen",
+                "native_conntrack", "native_gso", "native_prefixes", "metrics_listen",
                 "destinations_file"});
   l.integer(t, "queue_outbound", 0, 65535, &d->queue_outbound);
   l.integer(t, "queue_inbound", 0, 65535, &d->queue_inbound);
@@ -314,6 +314,9 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   l.word(t, "addressing", {"nat", "permissive", "stateless"}, &addressing);
   d->addressing = static_cast<Addressing>(addressing);
   l.boolean(t, "native_conntrack", &d->native_conntrack);
+  std::size_t gso = d->native_gso_in_kernel ? 0 : 1;
+  l.word(t, "native_gso", {"kernel", "daemon"}, &gso);
+  d->native_gso_in_kernel = gso == 0;
   l.prefixes(t, "native_prefixes", &d->native_prefixes_v4, &d->native_prefixes_v6);
   if (const toml::node* n = l.string(t, "metrics_listen", &d->metrics_listen);
       n && !d->metrics_listen.empty() && !valid_listen(d->metrics_listen)) {

@@ -217,5 +217,14 @@ def kernel_state(netns):
     }
 
 
+def native_set_has(netns, server, port=443):
+    """Whether the daemon's kernel fast path holds a flow to server:port (the native set
+    of the server's family, written by the daemon over netlink)."""
+    name = "native6" if ":" in server else "native4"
+    out = subprocess.run(["ip", "netns", "exec", netns, "nft", "list", "set", "inet", "quicstep",
+                          name], capture_output=True, text=True).stdout
+    return f". {server} . {port}" in out
+
+
 def cleanup_dir(path):
     shutil.rmtree(path, ignore_errors=True)

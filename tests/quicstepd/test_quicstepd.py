@@ -142,6 +142,10 @@ class QuicstepdLab(unittest.TestCase):
         lab_helpers.in_host(self.lab, "client", "dig", "+short", "+tries=1", "+time=3",
                             "open.test", check=False)
         st = self.status()
+        # The confirmed flow reached the kernel's fast path (a netlink set update).
+        self.assertTrue(h.native_set_has(self.client_ns, self.srv_v4), "flow not in native4")
+        self.assertGreaterEqual(st["daemon"]["set_updates"], 1)
+        self.assertEqual(st["daemon"]["set_update_failures"], 0)
         self.stop_captures(cn, cp)
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         self.assertEqual(h.kernel_state(self.client_ns),
@@ -214,6 +218,7 @@ class QuicstepdLab(unittest.TestCase):
         cn, native, cp, channel = self.captures("v6")
         d = self.start_daemon()
         took = self.fetch(self.srv_v6, "v6")
+        self.assertTrue(h.native_set_has(self.client_ns, self.srv_v6), "flow not in native6")
         # SIGHUP with the same config: the classifier keeps its flows (and the kernel its
         # table: the same ruleset is not reinstalled).
         before = self.status()

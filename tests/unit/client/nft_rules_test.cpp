@@ -47,8 +47,10 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(quic.substr(quic.rfind("\n    ")).find("goto decide_out") != std::string::npos);
   EXPECT_EQ(quic.find("meta mark set"), std::string::npos);  // native fast path: no re-route
   EXPECT_TRUE(has(chain(t, "to_channel"), "meta mark set meta mark & 0xffffff00 | 0x51"));
-  // GSO super-packets are queued before the native-set fast path.
-  EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
+  // GSO super-packets of a flow in the native set stay native (gso_native_fast, the
+  // default); all others are queued before the channel set or the end.
+  EXPECT_GT(quic.find("meta length > 1500 goto decide_out"), quic.rfind("@native6"));
+  EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@channel4"));
   // Decided flows: untracked; about one packet in 8 (three header-protected bits zero)
   // refreshes the element; anonymous counters named by comment.
   EXPECT_TRUE(has(quic, "@th,64,8 & 0x7 != 0 ip6 saddr . udp sport . ip6 daddr . udp dport "
@@ -212,6 +214,38 @@ TEST(NftRules, IptablesQueuesBothMarksWithBypass) {
   EXPECT_TRUE(has(t, "-I OUTPUT 1 -j QUICSTEP_OUT"));
   EXPECT_EQ(t.rfind("*raw\n", 0), 0u);
   EXPECT_TRUE(has(iptables_remove_text(), "-X QUICSTEP_OUT"));
+}
+
+TEST(NftRules, GsoSegmentBySegmentQueuesBeforeTheNativeSet) {
+  RulesetSpec s;
+  s.gso_native_fast = false;
+  const std::string quic = chain(ruleset_text(s), "quic_out");
+  EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
+  EXPECT_EQ(quic.find("meta length"), quic.rfind("meta length"));  // once
+}
+
+TEST(NftRules, SetElementKeysUseOneRegisterPerField) {
+  common::FlowKey k;
+  k.client = common::IpAddress::v4({198, 18, 1, 2});
+  k.server = common::IpAddress::v4({198, 18, 10, 10});
+  k.client_port = 40000;  // 0x9c40
+  k.server_port = 443;    // 0x01bb
+  const std::vector<std::uint8_t> v4 = {198, 18, 1, 2, 0x9c, 0x40, 0, 0,
+                                        198, 18, 10, 10, 0x01, 0xbb, 0, 0};
+  EXPECT_EQ(set_element_key(k), v4);
+  EXPECT_EQ(set_name(FlowSet::watch, k), "watch4");
+  k.client = common::IpAddress::v6({0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2});
+  k.server = common::IpAddress::v6({0x20, 0x01, 0x0d, 0xb8, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10});
+  const auto v6 = set_element_key(k);
+  ASSERT_EQ(v6.size(), 40u);
+  EXPECT_EQ(v6[16], 0x9c);
+  EXPECT_EQ(v6[18], 0);
+  EXPECT_EQ(v6[20], 0x20);
+  EXPECT_EQ(v6[36], 0x01);
+  EXPECT_EQ(v6[37], 0xbb);
+  EXPECT_EQ(set_name(FlowSet::native, k), "native6");
+  EXPECT_EQ(element_op_text("quicstep", {false, FlowSet::native, k, {}}),
+            delete_element_text("quicstep", FlowSet::native, k));
 }
 
 TEST(NftRules, Elements) {
