@@ -193,6 +193,9 @@ def quic_point(args, bins, work, cert, key, mode, rate, variant="initial"):
     with open(load_json) as f:
         per = json.load(f)["connections"]
     ok = [c["duration_ms"] for c in per if c.get("success")]
+    # handshake latency: connection start to handshake completion (quicstep-load's
+    # handshake_ms; absent from an older build's JSON)
+    hs = [c["handshake_ms"] for c in per if c.get("success") and c.get("handshake_ms", -1) >= 0]
     row = {"mode": mode, "variant": variant, "target_pps": rate,
            "attack_pps": round(flood_result["achieved_pps"], 1),
            "attack_sent": flood_result["sent"],
@@ -201,6 +204,9 @@ def quic_point(args, bins, work, cert, key, mode, rate, variant="initial"):
            "latency_ms_p50": round(percentile(ok, 0.5), 2),
            "latency_ms_p99": round(percentile(ok, 0.99), 2),
            "latency_ms_p999": round(percentile(ok, 0.999), 2),
+           "handshake_ms_p50": round(percentile(hs, 0.5), 2),
+           "handshake_ms_p99": round(percentile(hs, 0.99), 2),
+           "handshake_ms_p999": round(percentile(hs, 0.999), 2),
            "cpu_server": round(cpu["server"], 3), "cpu_gate": round(cpu["gate"], 3),
            "cpu_flood": round(cpu["flood"], 3),
            "server_exit": code, "server_alive": code == 0,
@@ -408,7 +414,7 @@ def capacity_point(args, bins, work, cert, key, mode, quota):
                                          "--duration", str(window + 4), "--pool", "32768"], log)
         if not env.wait_text(log, "quicstep-flood: started", flood):
             raise RuntimeError(f"quicstep-flood did not start: {log}")
-        time.sleep(1.5)  # buffers full, throttling in its steady state
+        time.sleep(min(1.5, window))  # buffers full, throttling in its steady state
         for p in (server, gate, flood):
             if p:
                 p.mark()
@@ -467,7 +473,8 @@ def capacity_report(rows, args):
              "IPPROTO_RAW socket), `gate-packet` = quicstep-gate --tx packet (the same frames "
              "sent on an AF_PACKET socket to the veth peer's MAC, qdisc bypassed, sendmmsg). "
              "Generator on CPU 1 at full speed (a pool of 32,768 encrypted v1 Initials, "
-             f"spoofed sources). {args.seconds} s window per round after 1.5 s of warm-up; "
+             f"spoofed sources). {args.seconds} s window per round after "
+             f"{min(1.5, args.seconds)} s of warm-up; "
              "rounds alternate.", "",
              "Retries/s: `nft` = Retry packets (first octet 0xf_) counted by an nftables "
              "counter where they arrive at the attacker's end of the veth (netdev ingress, "
@@ -552,7 +559,7 @@ def write_csv(path, rows):
         w.writerows(rows)
 
 
-def plot(path, rows, modes, title):
+def plot(path, rows, modes, title, latency="latency_ms", latency_label="latency"):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -569,15 +576,17 @@ def plot(path, rows, modes, title):
         x = [max(r["attack_pps"], 1) for r in pts]
         axes[0].plot(x, [100 * r["success_rate"] for r in pts], marker="o", label=mode,
                      color=color)
-        for key, style in (("latency_ms_p50", "-"), ("latency_ms_p99", "--"),
-                           ("latency_ms_p999", ":")):
-            ok = [(xi, r[key]) for xi, r in zip(x, pts) if r[key] > 0]  # none succeeded: no point
+        for key, style in ((f"{latency}_p50", "-"), (f"{latency}_p99", "--"),
+                           (f"{latency}_p999", ":")):
+            # none succeeded (nan) or none recorded: no point
+            ok = [(xi, r[key]) for xi, r in zip(x, pts) if r[key] > 0]
             axes[1].plot([p[0] for p in ok], [p[1] for p in ok], linestyle=style, marker=".",
                          color=color, label=f"{mode} {key.split('_')[-1]}")
     axes[0].set(xscale="log", xlabel="attack rate (pps, achieved; no flood plotted at 1)",
                 ylabel="legitimate success (%)", ylim=(-2, 102), title=title)
     axes[1].set(xscale="log", yscale="log", xlabel="attack rate (pps)",
-                ylabel="legitimate latency (ms)", title="latency of successful requests")
+                ylabel=f"legitimate {latency_label} (ms)",
+                title=f"{latency_label} of successful connections")
     for ax in axes:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
@@ -612,12 +621,17 @@ def report(quic, tcp, args, bins):
              "client on CPU 1. Server side and legitimate client at nice -10, generator at nice 0. CPU columns: share of one core from /proc/<pid>/stat.", ""]
     if quic:
         lines += ["## QUIC handshake flood (encrypted v1 Initials, spoofed sources)", "",
-                  "| mode | variant | attack pps | success | p50 ms | p99 ms | p99.9 ms | "
-                  "CPU server | CPU gate | CPU flood |", "|---|---|---|---|---|---|---|---|---|---|"]
+                  "Latency: handshake = connection start to handshake completion; request = "
+                  "connection start to the response's last byte.", "",
+                  "| mode | variant | attack pps | success | handshake p50 / p99 / p99.9 ms | "
+                  "request p50 / p99 / p99.9 ms | CPU server | CPU gate | CPU flood |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in quic:
             lines.append(f"| {r['mode']} | {r['variant']} | {r['attack_pps']:.0f} | "
-                         f"{100 * r['success_rate']:.1f}% | {r['latency_ms_p50']} | "
-                         f"{r['latency_ms_p99']} | {r['latency_ms_p999']} | {r['cpu_server']} | "
+                         f"{100 * r['success_rate']:.1f}% | {r['handshake_ms_p50']} / "
+                         f"{r['handshake_ms_p99']} / {r['handshake_ms_p999']} | "
+                         f"{r['latency_ms_p50']} / {r['latency_ms_p99']} / "
+                         f"{r['latency_ms_p999']} | {r['cpu_server']} | "
                          f"{r['cpu_gate']} | {r['cpu_flood']} |")
         top = max((r["attack_pps"] for r in quic), default=0)
         lines += ["", f"Highest attack rate the generator reached: {top:.0f} pps.", "",
@@ -798,7 +812,7 @@ def main():
     write_csv(os.path.join(args.out, "flood_tcp.csv"), tcp)
     if quic:
         plot(os.path.join(args.out, "flood_quic.png"), quic, QUIC_MODES,
-             "QUIC handshake flood")
+             "QUIC handshake flood", "handshake_ms", "handshake latency")
     if tcp:
         plot(os.path.join(args.out, "flood_tcp.png"), tcp, TCP_MODES, "TCP SYN flood")
     text = report(quic, tcp, args, bins)

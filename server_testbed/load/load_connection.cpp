@@ -1,6 +1,7 @@
 #include "server_testbed/load/load_connection.hpp"
 
 #include "server_testbed/migration_policy.hpp"
+#include "server_testbed/worker.hpp"  // monotonic_now
 
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
@@ -35,6 +36,10 @@ int cb_new_cid(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t cidlen, voi
 int cb_rx_key(ngtcp2_conn*, ngtcp2_crypto_level level, void* ud) {
   if (level != NGTCP2_CRYPTO_LEVEL_APPLICATION) return 0;
   return self(ud)->on_rx_key() == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+}
+int cb_handshake_completed(ngtcp2_conn*, void* ud) {
+  self(ud)->on_handshake_completed();
+  return 0;
 }
 int cb_stream_data(ngtcp2_conn*, uint32_t flags, int64_t id, uint64_t, const uint8_t* data,
                    size_t len, void* ud, void*) {
@@ -152,6 +157,7 @@ int LoadConnection::init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp no
   cb.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
   cb.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
   cb.recv_rx_key = cb_rx_key;
+  cb.handshake_completed = cb_handshake_completed;
   ngtcp2_cid dcid{}, scid{};
   dcid.datalen = 18;
   scid.datalen = 17;
@@ -206,6 +212,11 @@ LoadConnection::~LoadConnection() {
   if (h3_) nghttp3_conn_del(h3_);
   if (conn_) ngtcp2_conn_del(conn_);
   if (tls_) gnutls_deinit(tls_);
+}
+
+void LoadConnection::on_handshake_completed() {
+  // the callback carries no timestamp: the clock every `now` here comes from
+  result_.handshake_ms = ms(monotonic_now() - started_);
 }
 
 int LoadConnection::on_rx_key() {

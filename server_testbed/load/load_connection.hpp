@@ -42,6 +42,7 @@ struct LoadResult {
   bool migrated = false;
   double handover_ms = -1;          // -1: no data on the new path
   double duration_ms = 0;
+  double handshake_ms = -1;         // start to handshake completion (-1: never completed)
   std::uint64_t pto_count = 0;      // retransmission timeouts seen (losses show up here)
   std::uint64_t tx_datagrams = 0;   // datagrams sent (both paths)
   std::uint64_t rx_datagrams = 0;   // datagrams received (both paths)
@@ -80,6 +81,7 @@ class LoadConnection {
   // Callback bodies.
   ngtcp2_conn* conn() const { return conn_; }
   int on_rx_key();
+  void on_handshake_completed();
   int on_stream_data(std::uint32_t flags, std::int64_t id, const std::uint8_t* data,
                      std::size_t len);
   void on_body(std::size_t len);

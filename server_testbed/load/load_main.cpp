@@ -196,7 +196,7 @@ nlohmann::json summarize(const std::vector<std::unique_ptr<qs::LoadConnection>>&
                          const std::vector<std::string>& start_errors, nlohmann::json* per_out) {
   const std::size_t connections = conns.size();
   nlohmann::json per = nlohmann::json::array();
-  std::vector<double> handover, duration, min_rtt;
+  std::vector<double> handover, duration, handshake, min_rtt;
   std::size_t ok = 0, migrated = 0, with_handover = 0;
   std::uint64_t bytes = 0, ptos = 0, tx = 0, rx = 0, tx_after = 0;
   qs::LossCounts loss, loss_after;
@@ -223,9 +223,11 @@ nlohmann::json summarize(const std::vector<std::unique_ptr<qs::LoadConnection>>&
     loss_after.received += r.losses_after_migration.received;
     if (r.handover_ms >= 0) { handover.push_back(r.handover_ms); ++with_handover; }
     if (success) duration.push_back(r.duration_ms);
+    if (r.handshake_ms >= 0) handshake.push_back(r.handshake_ms);
     if (r.min_rtt_ms >= 0) min_rtt.push_back(r.min_rtt_ms);
     per.push_back({{"id", i}, {"success", success}, {"bytes", r.bytes}, {"migrated", r.migrated},
                    {"handover_ms", r.handover_ms}, {"duration_ms", r.duration_ms},
+                   {"handshake_ms", r.handshake_ms},
                    {"pto_count", r.pto_count}, {"min_rtt_ms", r.min_rtt_ms},
                    {"tx_datagrams", r.tx_datagrams}, {"tx_after_migration", r.tx_after_migration},
                    {"rx_old_path_after_migration", r.rx_old_path_after_migration},
@@ -240,6 +242,8 @@ nlohmann::json summarize(const std::vector<std::unique_ptr<qs::LoadConnection>>&
       {"migrated", migrated}, {"handover_measured", with_handover}, {"bytes", bytes},
       {"handover_ms_p50", percentile(handover, 0.5)}, {"handover_ms_p99", percentile(handover, 0.99)},
       {"duration_ms_p50", percentile(duration, 0.5)}, {"pto_total", ptos},
+      {"handshake_ms_p50", percentile(handshake, 0.5)},
+      {"handshake_ms_p99", percentile(handshake, 0.99)},
       {"min_rtt_ms_p50", percentile(min_rtt, 0.5)},
       {"tx_datagrams", tx}, {"rx_datagrams", rx},
       {"lost_sent", loss.declared_lost}, {"missing_received", loss.missing},

@@ -2,8 +2,8 @@
 documented command, at a low attack rate (2,000 pps) for every mode that exists, then checks
 its CSV: the servers survived (clean exit, so no sanitizer report either), legitimate clients
 got through where a defence is on, the counters moved with the flood, and the undefended TCP
-listener really was hurt (so the flood is not a no-op); one short --capacity round (host
-Retry and the gate's AF_PACKET sending, defender throttled by a cgroup). Root; throwaway
+listener really was hurt (so the flood is not a no-op); one short --capacity round (the
+gate's AF_PACKET sending, the gate throttled by a cgroup). Root; throwaway
 namespaces qs-fld-s / qs-fld-c. About a minute.
 """
 import csv
@@ -97,8 +97,9 @@ class FloodSmoke(unittest.TestCase):
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root (namespaces, raw sockets, BPF, cgroups)")
 class FloodCapacity(unittest.TestCase):
-    """flood_bench.py --capacity, one short round of host Retry and of the gate sending by
-    AF_PACKET: the defender really was throttled and saturated (socket drops), the Retries
+    """flood_bench.py --capacity, one short round of the gate sending by AF_PACKET (host
+    Retry's rounds work the same way, and flood_smoke keeps to about a minute): the
+    defender really was throttled and saturated (socket drops), the Retries
     counted at the attacker's end of the link match the defender's own counter, and the
     cgroup is gone afterwards. No ratio is checked here (a sanitizer build, a shared CI
     machine): README "Retry gate" -> capacity gives the measured one."""
@@ -110,14 +111,14 @@ class FloodCapacity(unittest.TestCase):
         out = tempfile.mkdtemp(prefix="qs-fld-cap-")
         try:
             run = subprocess.run([sys.executable, BENCH, "--build", build, "--capacity",
-                                  "--quota", "0.25", "--capacity-rounds", "1",
-                                  "--capacity-modes", "retry,gate-packet", "--seconds", "1",
+                                  "--quota", "0.1", "--capacity-rounds", "1",
+                                  "--capacity-modes", "gate-packet", "--seconds", "1",
                                   "--out", out], stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, timeout=90)
             print(run.stdout[-3000:])
             self.assertEqual(run.returncode, 0, run.stdout[-2000:])
             got = {r["mode"]: r for r in rows(os.path.join(out, "flood_capacity.csv"))}
-            self.assertEqual(set(got), {"retry", "gate-packet"})
+            self.assertEqual(set(got), {"gate-packet"})
             for mode, r in got.items():
                 with self.subTest(mode=mode):
                     nft, own = float(r["retries_per_s_nft"]), float(r["retries_per_s_own"])
@@ -126,7 +127,7 @@ class FloodCapacity(unittest.TestCase):
                     self.assertLess(abs(nft - own), 0.35 * max(nft, own), r)
                     self.assertGreater(float(r["rcvbuf_errors_per_s"]), 0, r)  # saturated
                     self.assertGreater(float(r["throttled_share"]), 0.5, r)
-                    self.assertLess(float(r["cpu_defender"]), 0.25 * 1.5, r)
+                    self.assertLess(float(r["cpu_defender"]), 0.1 * 1.5, r)
             self.assertTrue(os.path.getsize(os.path.join(out, "capacity_report.md")) > 0)
             for base in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup"):
                 self.assertFalse(os.path.exists(os.path.join(base, "qs-fld-capacity")))
