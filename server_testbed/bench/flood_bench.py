@@ -36,6 +36,9 @@ import flood_env as env  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(HERE, "..", "tcp", "https_probe.py")
 QUIC_MODES = ("noretry", "retry", "gate", "gate-cpu1")
+# Measured only when listed in --modes: the gate on the worker's core sending its Retries
+# by AF_PACKET (quicstep-gate --tx packet; README "Retry gate" -> capacity).
+QUIC_EXTRA_MODES = ("gate-packet",)
 TCP_MODES = ("none", "cookies", "synproxy")
 SUCCESS_TARGET = 0.99
 # The server side and the legitimate client run at nice -10: the generator (nice 0) must not
@@ -155,7 +158,8 @@ def quic_point(args, bins, work, cert, key, mode, rate, variant="initial"):
             gate = env.Proc(env.NS_S, gate_cpu, [bins["gate"], "--gate", name, "--listen",
                                                  f"{env.S4}:443", "--master-key", args.master_key,
                                                  "--cpu", gate_cpu, "--stats-file",
-                                            os.path.join(point, "gate.json"), "--duration", "90"],
+                                            os.path.join(point, "gate.json"), "--duration", "90",
+                                                 *tx_options(mode)],
                             os.path.join(point, "gate.log"), nice=DEFENDER_NICE)
             if not env.wait_file(os.path.join(point, "gate.json"), gate):
                 raise RuntimeError(f"quicstep-gate did not start: {point}/gate.log")
@@ -607,7 +611,7 @@ def survived(rows, mode):
     return best
 
 
-NOMINAL_CORES = {"noretry": 1, "retry": 1, "gate": 1, "gate-cpu1": 2}
+NOMINAL_CORES = {"noretry": 1, "retry": 1, "gate": 1, "gate-cpu1": 2, "gate-packet": 1}
 
 
 def report(quic, tcp, args, bins):
@@ -637,7 +641,8 @@ def report(quic, tcp, args, bins):
         lines += ["", f"Highest attack rate the generator reached: {top:.0f} pps.", "",
                   "Survived = highest achieved attack rate with legitimate success >= 99% at it "
                   "and at every lower rate measured.", ""]
-        surv = {m: survived(quic, m) for m in QUIC_MODES if any(r["mode"] == m for r in quic)}
+        surv = {m: survived(quic, m) for m in QUIC_MODES + QUIC_EXTRA_MODES
+                if any(r["mode"] == m for r in quic)}
         for m, v in surv.items():
             mode_top = max(r["attack_pps"] for r in quic if r["mode"] == m)
             capped = v >= mode_top * 0.95 and mode_top > 0
@@ -651,7 +656,7 @@ def report(quic, tcp, args, bins):
         # no Retry failed already at its lowest flooded rate: that rate bounds it from above
         flooded = sorted(r["attack_pps"] for r in quic if r["mode"] == "noretry"
                          and r["variant"] == "initial" and r["attack_pps"] > 0)
-        for g in ("gate", "gate-cpu1"):
+        for g in ("gate", "gate-cpu1", "gate-packet"):
             if g not in surv:
                 continue
             if base:
@@ -685,7 +690,7 @@ def report(quic, tcp, args, bins):
             lines.append(f"- {m}: {cost[m]:.1f} us per packet at {r['attack_pps']:.0f} pps "
                          f"(worker {r['cpu_server']}, gate {r['cpu_gate']} of a core) -> "
                          f"~{1e6 / max(cost[m], 1e-3):.0f} pps per core")
-        for g in ("gate", "gate-cpu1"):
+        for g in ("gate", "gate-cpu1", "gate-packet"):
             if g in cost and "retry" in cost:
                 if cost[g] > 0 and cost["retry"] > 0:
                     lines.append(f"- {g} vs host Retry, per-core capacity from CPU cost: "
@@ -811,7 +816,7 @@ def main():
     write_csv(os.path.join(args.out, "flood_quic.csv"), quic)
     write_csv(os.path.join(args.out, "flood_tcp.csv"), tcp)
     if quic:
-        plot(os.path.join(args.out, "flood_quic.png"), quic, QUIC_MODES,
+        plot(os.path.join(args.out, "flood_quic.png"), quic, QUIC_MODES + QUIC_EXTRA_MODES,
              "QUIC handshake flood", "handshake_ms", "handshake latency")
     if tcp:
         plot(os.path.join(args.out, "flood_tcp.png"), tcp, TCP_MODES, "TCP SYN flood")
