@@ -134,6 +134,56 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // How the Retries leave (checked before the gate takes any Initial).
+  qs::gate::RecvBatch in;
+  qs::gate::SendBatch out;
+  int raw_fd = -1;
+  if (opt.tx != "udp") {
+    const bool any = listen.ss_family == AF_INET
+                         ? reinterpret_cast<const sockaddr_in&>(listen).sin_addr.s_addr == INADDR_ANY
+                         : IN6_IS_ADDR_UNSPECIFIED(
+                               &reinterpret_cast<const sockaddr_in6&>(listen).sin6_addr);
+    if (any) {
+      std::cerr << "quicstep-gate: --tx " << opt.tx << " needs a specific --listen address "
+                   "(the Retries' source), not `" << opt.listen << "'\n";
+      return 2;
+    }
+    sockaddr_ll next_hop{};
+    if (opt.tx == "packet") {
+      const auto mac = qs::gate::parse_mac(opt.tx_next_hop);
+      next_hop.sll_family = AF_PACKET;
+      next_hop.sll_ifindex = static_cast<int>(if_nametoindex(opt.tx_interface.c_str()));
+      if (!mac || next_hop.sll_ifindex == 0) {
+        std::cerr << "quicstep-gate: --tx packet needs --tx-interface (an existing interface, "
+                     "not `" << opt.tx_interface << "') and --tx-next-hop (a unicast MAC "
+                     "address, not `" << opt.tx_next_hop << "')\n";
+        return 2;
+      }
+      next_hop.sll_halen = 6;
+      std::memcpy(next_hop.sll_addr, mac->data(), 6);
+      // protocol 0: a send-only socket, it receives nothing
+      raw_fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    } else {
+      raw_fd = socket(listen.ss_family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+    }
+    if (raw_fd < 0) {
+      std::cerr << "quicstep-gate: --tx " << opt.tx << ": socket: " << std::strerror(errno)
+                << "\n";
+      return 1;
+    }
+    const int sndbuf = 4 << 20;
+    setsockopt(raw_fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
+    if (opt.tx == "packet") {
+      const int one = 1;
+      if (setsockopt(raw_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) != 0) {
+        std::cerr << "quicstep-gate: PACKET_QDISC_BYPASS: " << std::strerror(errno) << "\n";
+      }
+      out.use_packet(raw_fd, listen, next_hop);
+    } else {
+      out.use_raw(raw_fd, listen);
+    }
+  }
+
   // Forwarding: one unbound unix datagram socket; each worker's path precomputed.
   const int fwd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   std::vector<sockaddr_un> worker_addrs(bpf_cfg.worker_count);
@@ -180,54 +230,6 @@ int main(int argc, char** argv) {
   std::cerr << "quicstep-gate: " << opt.name << " on " << opt.listen << ", "
             << bpf_cfg.worker_count << " workers, Retries sent by " << opt.tx << "\n";
 
-  qs::gate::RecvBatch in;
-  qs::gate::SendBatch out;
-  int raw_fd = -1;
-  if (opt.tx != "udp") {
-    const bool any = listen.ss_family == AF_INET
-                         ? reinterpret_cast<const sockaddr_in&>(listen).sin_addr.s_addr == INADDR_ANY
-                         : IN6_IS_ADDR_UNSPECIFIED(
-                               &reinterpret_cast<const sockaddr_in6&>(listen).sin6_addr);
-    if (any) {
-      std::cerr << "quicstep-gate: --tx raw needs a specific --listen address (the Retries' "
-                   "source), not `" << opt.listen << "'\n";
-      return 2;
-    }
-    sockaddr_ll next_hop{};
-    if (opt.tx == "packet") {
-      const auto mac = qs::gate::parse_mac(opt.tx_next_hop);
-      next_hop.sll_family = AF_PACKET;
-      next_hop.sll_ifindex = static_cast<int>(if_nametoindex(opt.tx_interface.c_str()));
-      if (!mac || next_hop.sll_ifindex == 0) {
-        std::cerr << "quicstep-gate: --tx packet needs --tx-interface (an existing interface, "
-                     "not `" << opt.tx_interface << "') and --tx-next-hop (a unicast MAC "
-                     "address, not `" << opt.tx_next_hop << "')\n";
-        return 2;
-      }
-      next_hop.sll_halen = 6;
-      std::memcpy(next_hop.sll_addr, mac->data(), 6);
-      // protocol 0: a send-only socket, it receives nothing
-      raw_fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    } else {
-      raw_fd = socket(listen.ss_family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
-    }
-    if (raw_fd < 0) {
-      std::cerr << "quicstep-gate: --tx " << opt.tx << ": socket: " << std::strerror(errno)
-                << "\n";
-      return 1;
-    }
-    const int sndbuf = 4 << 20;
-    setsockopt(raw_fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
-    if (opt.tx == "packet") {
-      const int one = 1;
-      if (setsockopt(raw_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) != 0) {
-        std::cerr << "quicstep-gate: PACKET_QDISC_BYPASS: " << std::strerror(errno) << "\n";
-      }
-      out.use_packet(raw_fd, listen, next_hop);
-    } else {
-      out.use_raw(raw_fd, listen);
-    }
-  }
   const auto start = std::chrono::steady_clock::now();
   auto next_stats = start;
   while (!g_stop.load()) {
