@@ -20,7 +20,9 @@ std::string set_mark(const RulesetSpec& s, std::uint32_t value) {
   return "meta mark set meta mark & " + hex(~s.mark_mask) + " | " + hex(value);
 }
 
+// One port: a plain compare (a one-element anonymous set would be a set lookup).
 std::string port_set(const std::vector<std::uint16_t>& ports) {
+  if (ports.size() == 1) return std::to_string(ports[0]);
   std::string out = "{ ";
   for (std::size_t i = 0; i < ports.size(); ++i) {
     if (i != 0) out += ", ";
@@ -101,11 +103,32 @@ void flow_sets(std::ostringstream& o, const RulesetSpec& s) {
   }
 }
 
+constexpr const char* kFlow4 = "ip saddr . udp sport . ip daddr . udp dport";
+constexpr const char* kFlow6 = "ip6 saddr . udp sport . ip6 daddr . udp dport";
+
 void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   o << "  chain out_decide {\n"
-       "    type route hook output priority -310; policy accept;\n"
-       // By index (lo is always 1): no interface-name compare on every packet.
-       "    meta oif lo return\n";
+       "    type route hook output priority -310; policy accept;\n";
+  // The bulk path first, in one rule per family: a decided flow's short headers (long
+  // enough to be QUIC, not a fragment, not one of the ~1 in 8 packets that refresh the
+  // element in quic_out). Everything this rule checks, the rules below check again for
+  // the rest; lo and the exempt endpoint never reach the native set (they are never
+  // queued), so checking them first would only cost the bulk path. GSO super-packets too
+  // unless !gso_native_fast (then they go the long way, to the queue).
+  const std::string notrack = s.track_native ? "" : " notrack";
+  const std::string size =
+      s.gso_native_fast ? "udp length >= 29"
+                        : "udp length >= 29 meta length <= " + std::to_string(s.gso_threshold);
+  for (const char* flow : {kFlow4, kFlow6}) {
+    const bool v4 = flow == kFlow4;
+    o << "    udp dport " << port_set(s.quic_ports) << " " << size
+      << (v4 ? " ip frag-off & 0x3fff == 0" : " exthdr frag missing")
+      // First byte: header form bit 0 (short header) and key-phase/pn-length bits not all 0.
+      << " @th,64,8 & 0x87 1-7 " << flow << (v4 ? " @native4" : " @native6") << notrack
+      << " counter return comment \"native_out\"\n";
+  }
+  // By index (lo is always 1): no interface-name compare on every packet.
+  o << "    meta oif lo return\n";
   if (!s.exempt_v4.empty()) o << "    ip daddr " << addr_set(s.exempt_v4) << " return\n";
   if (!s.exempt_v6.empty()) o << "    ip6 daddr " << addr_set(s.exempt_v6) << " return\n";
   // Fragments carry no port (non-first ones) or only part of a datagram: never native.
@@ -135,9 +158,6 @@ void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   }
   o << "  }\n";
 }
-
-constexpr const char* kFlow4 = "ip saddr . udp sport . ip daddr . udp dport";
-constexpr const char* kFlow6 = "ip6 saddr . udp sport . ip6 daddr . udp dport";
 
 void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
   // Every way out of this chain but one sets the channel (or queue) mark. The one exception

@@ -38,7 +38,15 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(has(decide, "meta l4proto tcp goto to_channel"));
   EXPECT_TRUE(has(decide, "ip frag-off & 0x3fff != 0 goto to_channel"));
   EXPECT_TRUE(has(decide, "exthdr frag exists goto to_channel"));
-  EXPECT_TRUE(has(decide, "udp dport { 443 } goto quic_out"));
+  EXPECT_TRUE(has(decide, "udp dport 443 goto quic_out"));
+  // The bulk path's rule comes first: a decided flow's short headers, 7 in 8 of them (the
+  // rest refresh the element in quic_out), not fragments, long enough to be QUIC.
+  EXPECT_LT(decide.find("udp dport 443 udp length >= 29 ip frag-off & 0x3fff == 0 "
+                        "@th,64,8 & 0x87 1-7 ip saddr . udp sport . ip daddr . udp dport "
+                        "@native4 notrack counter return comment \"native_out\""),
+            decide.find("meta oif lo return"));
+  EXPECT_TRUE(has(decide, "udp dport 443 udp length >= 29 exthdr frag missing @th,64,8 & 0x87 "
+                          "1-7 ip6 saddr . udp sport . ip6 daddr . udp dport @native6"));
   const std::string quic = chain(t, "quic_out");
   // Every rule ends in the channel, the queue, or (only) a native-set match; the chain
   // falls off its end nowhere.
@@ -222,6 +230,8 @@ TEST(NftRules, GsoSegmentBySegmentQueuesBeforeTheNativeSet) {
   const std::string quic = chain(ruleset_text(s), "quic_out");
   EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
   EXPECT_EQ(quic.find("meta length"), quic.rfind("meta length"));  // once
+  // The bulk-path rule in out_decide leaves GSO super-packets alone then.
+  EXPECT_TRUE(has(chain(ruleset_text(s), "out_decide"), "udp length >= 29 meta length <= 1500 ip frag-off"));
 }
 
 TEST(NftRules, SetElementKeysUseOneRegisterPerField) {
