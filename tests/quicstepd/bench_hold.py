@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qsd_helpers as h  # noqa: E402
 from qsd_helpers import lab_helpers  # noqa: E402
 
-HOLDS = {"off": "", "4 packets": "[hold]\npackets = 4\n", "1 RTT (80 ms)": "[hold]\ntime_ms = 80\n"}
+HOLDS = {"off": "", "3 packets": "[hold]\npackets = 3\n", "4 packets": "[hold]\npackets = 4\n", "1 RTT (80 ms)": "[hold]\ntime_ms = 80\n"}
 
 
 def main():

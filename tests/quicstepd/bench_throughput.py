@@ -4,7 +4,13 @@ kernel-only rules (rules/paper_rules.sh) and the plain native path, in one run (
 is noisy: modes are interleaved round by round, medians reported). Also the daemon's CPU
 seconds per GB. A benchmark, not a timed test: root, lab profile `none` (no emulation).
 
-    sudo tests/quicstepd/bench_throughput.py [--size-mb 100] [--rounds 5] [--json out.json]
+    sudo tests/quicstepd/bench_throughput.py [--sizes 100,1000] [--rounds 5] [--json out.json]
+
+Each transfer is a fresh connection, so its time is a fixed per-connection cost (handshake
+through the channel, the move to the native path and the server's reaction to it) plus
+size / bulk rate. With two sizes the benchmark reports both per round: the bulk rate
+(S2 - S1) / (t2 - t1) and the fixed cost t1 - S1 / rate; at 2 Gbit/s a 100 MB transfer
+lasts 0.4 s, so a one-off 50 ms costs it 12%.
 
 The paper's mode keeps the client's native source address on channel packets: the lab's
 provider accepts only the tunnel address, so for that mode the benchmark temporarily adds
@@ -23,6 +29,19 @@ import qsd_helpers as h  # noqa: E402
 from qsd_helpers import lab_helpers  # noqa: E402
 
 PAPER_RULES = os.path.join(h.REPO, "rules", "paper_rules.sh")
+
+# quicstepd modes: addressing and extra config lines.
+QSD_MODES = {
+    "quicstepd": ("nat", ""),
+    "quicstepd-permissive": ("permissive", ""),
+    "quicstepd-stateless": ("stateless", ""),  # the daemon's default config
+    # Holds: a flow's first short headers stay on the channel (3 packets, or 5 ms), so that
+    # they do not overtake the client's Finished (client/README.md, "Throughput").
+    "quicstepd-hold3": ("stateless", "[hold]\npackets = 3\n"),
+    "quicstepd-hold5ms": ("stateless", "[hold]\ntime_ms = 5\n"),
+    # GSO super-packets decided segment by segment by the daemon.
+    "quicstepd-gso-daemon": ("stateless", "[daemon]\nnative_gso = \"daemon\"\n"),
+}
 
 # Decomposition (--modes paper+ipt,...): the paper's rules plus ONE kernel feature that
 # quicstepd's ruleset uses, so that each feature's cost is a difference measured in the
@@ -101,16 +120,17 @@ class Bench:
         srv = self.lab["servers"][0]
         first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
         self.srv = first(srv["v4"])
-        htdocs, key, cert = h.make_site(self.work, self.args.size_mb)
-        self.upload = os.path.join(htdocs, f"{self.args.size_mb}M.bin")
-        self.procs.start(srv["netns"], ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
-                                        key, cert], os.path.join(self.work, "server.log"))
-        self.config = h.write_config(os.path.join(self.work, "q.toml"), c["channel"]["interface"],
-                                     "nat")
-        self.config_permissive = h.write_config(os.path.join(self.work, "p.toml"),
-                                                c["channel"]["interface"], "permissive")
-        self.config_stateless = h.write_config(os.path.join(self.work, "s.toml"),
-                                               c["channel"]["interface"], "stateless")
+        for size in self.args.sizes:
+            htdocs, key, cert = h.make_site(self.work, size)
+        qlog = [f"--qlog-dir={self.args.server_qlog}"] if self.args.server_qlog else []
+        self.procs.start(srv["netns"], ["gtlsserver", "--quiet", *qlog, f"--htdocs={htdocs}",
+                                        "*", "443", key, cert],
+                         os.path.join(self.work, "server.log"))
+        self.htdocs = htdocs
+        self.configs = {}
+        for mode, (addressing, extra) in QSD_MODES.items():
+            self.configs[mode] = h.write_config(os.path.join(self.work, f"{mode}.toml"),
+                                                c["channel"]["interface"], addressing, extra)
         self.sock = os.path.join(self.work, "control.sock")
         p = self.lab["provider"]
         self.prov_ns, self.prov_if = p["netns"], p["wg_interface"]
@@ -143,8 +163,7 @@ class Bench:
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "up"], check=True)
         elif base.startswith("quicstepd"):
             binary = mode.split("=", 1)[1] if "=" in mode else h.QSD
-            config = {"quicstepd-permissive": self.config_permissive,
-                      "quicstepd-stateless": self.config_stateless}.get(mode, self.config)
+            config = self.configs.get(mode, self.configs["quicstepd-stateless"])
             self.daemon = self.procs.start(self.ns, [binary, "--config", config, "--control",
                                                      self.sock, "--log-level", "warn"],
                                            os.path.join(self.work, "quicstepd.log"))
@@ -173,16 +192,17 @@ class Bench:
             subprocess.run(["ip", "netns", "exec", self.prov_ns, "wg", "set", self.prov_if, "peer",
                             self.peer, "allowed-ips", self.allowed], check=True)
 
-    def transfer(self, direction):
+    def transfer(self, direction, size):
         out_dir = os.path.join("/dev/shm", f"qsd-bench-{os.getpid()}")
         os.makedirs(out_dir, exist_ok=True)
         cmd = ["timeout", "-k", "5", "300", "gtlsclient", "--quiet", "--exit-on-all-streams-close",
                "--timeout=30s", "--max-data=1G", "--max-stream-data-bidi-local=1G"]
         if direction == "download":
             cmd += [f"--download={out_dir}", self.srv, "443",
-                    f"https://open.test/{self.args.size_mb}M.bin"]
+                    f"https://open.test/{size}M.bin"]
         else:
-            cmd += [f"--data={self.upload}", self.srv, "443", "https://open.test/upload"]
+            cmd += [f"--data={os.path.join(self.htdocs, f'{size}M.bin')}", self.srv, "443",
+                    "https://open.test/upload"]
         t0 = time.time()
         p = subprocess.Popen(["ip", "netns", "exec", self.ns, *cmd], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
@@ -197,11 +217,11 @@ class Bench:
         return took, usage.ru_utime + usage.ru_stime, usage.ru_stime
 
     def run(self):
-        modes = self.args.modes
-        results = {d: {m: [] for m in modes} for d in ("download", "upload")}
+        modes, sizes = self.args.modes, self.args.sizes
+        # seconds[direction][size][mode]: one transfer time per round.
+        seconds = {d: {z: {m: [] for m in modes} for z in sizes} for d in ("download", "upload")}
         # The client's CPU seconds per GB (user+sys, and sys alone: the kernel's rule
-        # evaluation for sent packets runs in the sender's system time). Less noisy than
-        # throughput on a shared machine.
+        # evaluation for sent packets runs in the sender's system time), largest size.
         client_cpu = {d: {m: [] for m in modes} for d in ("download", "upload")}
         client_sys = {d: {m: [] for m in modes} for d in ("download", "upload")}
         cpu = {"seconds": 0.0, "bytes": 0}
@@ -211,18 +231,19 @@ class Bench:
                 self.mode_up(m)
                 try:
                     for d in ("download", "upload"):
-                        c0 = cpu_seconds(self.daemon.pid) if self.daemon else 0
-                        took, cpu_s, sys_s = self.transfer(d)
-                        gb = self.args.size_mb / 1000
-                        client_cpu[d][m].append(cpu_s / gb)
-                        client_sys[d][m].append(sys_s / gb)
-                        if self.daemon:
-                            cpu["seconds"] += cpu_seconds(self.daemon.pid) - c0
-                            cpu["bytes"] += self.args.size_mb * 1_000_000
-                        results[d][m].append(self.args.size_mb * 8 / took)
+                        for z in sizes:
+                            c0 = cpu_seconds(self.daemon.pid) if self.daemon else 0
+                            took, cpu_s, sys_s = self.transfer(d, z)
+                            seconds[d][z][m].append(took)
+                            if z == sizes[-1]:
+                                client_cpu[d][m].append(cpu_s / (z / 1000))
+                                client_sys[d][m].append(sys_s / (z / 1000))
+                            if self.daemon:
+                                cpu["seconds"] += cpu_seconds(self.daemon.pid) - c0
+                                cpu["bytes"] += z * 1_000_000
                 finally:
                     self.mode_down(m)
-        return results, cpu, client_cpu, client_sys
+        return seconds, cpu, client_cpu, client_sys
 
     def teardown(self):
         self.procs.stop_all()
@@ -232,52 +253,77 @@ class Bench:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mb", type=int, default=100)
+    ap.add_argument("--sizes", default="100,1000",
+                    help="comma-separated MB per transfer; two or more: bulk rate and fixed cost")
+    ap.add_argument("--server-qlog", help="directory for gtlsserver's qlog files (diagnosis)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json")
-    ap.add_argument("--modes", default="native,paper,quicstepd",
-                    help="comma-separated; also quicstepd-permissive (no NAT: no conntrack), "
-                         "quicstepd-stateless (addressing = stateless: nft rewrite, no conntrack), "
-                         "quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
+    ap.add_argument("--modes", default="native,paper,quicstepd-stateless",
+                    help="comma-separated; quicstepd is addressing = nat; also "
+                         "quicstepd-permissive (no NAT: no conntrack), quicstepd-stateless (the "
+                         "default config: nft rewrite, no conntrack), quicstepd-hold3 (stateless "
+                         "+ a 3-packet hold), quicstepd-hold5ms, quicstepd-gso-daemon (stateless + native_gso = "
+                         "daemon), quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
                          "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "
                          "kernel features)")
     args = ap.parse_args()
     args.modes = args.modes.split(",")
+    args.sizes = sorted({int(x) for x in args.sizes.split(",")})
     for m in args.modes:
         base, _, extra = m.partition("+")
         if base.startswith("quicstepd="):
             continue
-        if base not in ("native", "paper", "quicstepd", "quicstepd-permissive",
-                        "quicstepd-stateless") or (
+        if base not in ("native", "paper", *QSD_MODES) or (
                 extra and (base != "paper" or extra not in {*EXTRA_NFT, "ipt"})):
             ap.error(f"unknown mode {m}")
     b = Bench(args)
     try:
         b.setup()
-        results, cpu, client_cpu, client_sys = b.run()
+        seconds, cpu, client_cpu, client_sys = b.run()
     finally:
         b.teardown()
-    summary = {"size_mb": args.size_mb, "rounds": args.rounds, "mbit_s": results,
+    summary = {"sizes_mb": args.sizes, "rounds": args.rounds, "seconds": seconds,
                "daemon_cpu_s_per_gb": cpu["seconds"] / max(1e-9, cpu["bytes"] / 1e9)}
     summary["client_cpu_s_per_gb"] = client_cpu
     summary["client_sys_s_per_gb"] = client_sys
-    for d in results:
+    for d in client_cpu:
         cmed = {m: statistics.median(v) for m, v in client_cpu[d].items()}
         smed = {m: statistics.median(v) for m, v in client_sys[d].items()}
         summary.setdefault("median_client_cpu_s_per_gb", {})[d] = cmed
         summary.setdefault("median_client_sys_s_per_gb", {})[d] = smed
-        print(f"{d:8s} client CPU s/GB " + "  ".join(f"{m} {cmed[m]:.2f} (sys {smed[m]:.2f})"
-                                                     for m in cmed))
-    for d, per_mode in results.items():
+        print(f"{d:8s} client CPU s/GB ({args.sizes[-1]} MB) " + "  ".join(
+            f"{m} {cmed[m]:.2f} (sys {smed[m]:.2f})" for m in cmed))
+
+    def table(title, per_mode, unit, fmt="6.0f"):
         med = {m: statistics.median(v) for m, v in per_mode.items()}
-        summary.setdefault("median_mbit_s", {})[d] = med
-        print(f"{d}: Mbit/s per round, median, median ratio to paper and to native")
+        print(f"{title}: {unit} per round, median, median ratio to paper and to native")
         for m, v in per_mode.items():
             ratios = "".join(f"  /{ref} {med[m] / med[ref]:.3f}" for ref in ("paper", "native")
-                             if ref in med)
-            print(f"  {m[:40]:40s} " + " ".join(f"{x:6.0f}" for x in v) +
+                             if ref in med and med[ref] > 0)
+            print(f"  {m[:28]:28s} " + " ".join(f"{x:{fmt}}" for x in v) +
                   f"   median {med[m]:7.1f}{ratios}")
-    print(f"quicstepd CPU: {summary['daemon_cpu_s_per_gb']:.6f} s per GB transferred")
+        return med
+
+    for d in seconds:
+        for z in args.sizes:
+            mbit = {m: [z * 8 / t for t in v] for m, v in seconds[d][z].items()}
+            summary.setdefault("median_mbit_s", {}).setdefault(d, {})[z] = table(
+                f"{d} {z} MB", mbit, "Mbit/s")
+        if len(args.sizes) >= 2:
+            z1, z2 = args.sizes[0], args.sizes[-1]
+            rate, fixed = {}, {}
+            for m in seconds[d][z1]:
+                pairs = list(zip(seconds[d][z1][m], seconds[d][z2][m]))
+                rate[m] = [(z2 - z1) * 8 / max(1e-6, t2 - t1) for t1, t2 in pairs]
+                fixed[m] = [1000 * (t1 - z1 * 8 / r) for (t1, _), r in zip(pairs, rate[m])]
+            summary.setdefault("median_bulk_mbit_s", {})[d] = table(
+                f"{d} bulk rate ({z1}->{z2} MB)", rate, "Mbit/s")
+            summary.setdefault("median_fixed_ms", {})[d] = table(
+                f"{d} fixed cost per connection", fixed, "ms", "6.1f")
+    per_gb = summary["daemon_cpu_s_per_gb"]
+    print(f"quicstepd CPU: {per_gb:.4f} s per GB transferred" +
+          (" (below /proc's 10 ms resolution: the daemon sees only each flow's first packets)"
+           if per_gb == 0 else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=2)
