@@ -54,7 +54,8 @@ void print_human(const nlohmann::json& s) {
   std::cout << "flows: " << s["flows"]["tracked"] << " tracked\n"
             << "watchdog: " << s["watchdog"]["moved_native"] << " moved native, "
             << s["watchdog"]["confirmed"] << " confirmed, " << s["watchdog"]["failed_back"]
-            << " failed back, " << s["watchdog"]["non_migrating_destinations"]
+            << " failed back, " << s["watchdog"].value("quiet_at_bound", 0)
+            << " quiet at the bound (not judged), " << s["watchdog"]["non_migrating_destinations"]
             << " non-migrating destinations\n"
             << "queues: outbound " << s["queues"]["outbound"]["packets"] << " packets ("
             << s["queues"]["outbound"]["enobufs"] << " overruns), inbound "

@@ -66,6 +66,7 @@ nlohmann::json status_json(const StatusSnapshot& s) {
                    {"confirmed", c.confirmed},
                    {"failed_back", c.failed_back},
                    {"pinned_by_cache", c.pinned_by_cache},
+                   {"quiet_at_bound", c.quiet_at_bound},
                    {"non_migrating_destinations", s.classifier->destinations().size()},
                    {"events_lost", c.events_lost}};
   j["queues"] = {{"outbound", queue_json(s.queue_out)}, {"inbound", queue_json(s.queue_in)}};
@@ -119,7 +120,8 @@ std::string metrics_text(const nlohmann::json& s) {
          {{"{event=\"moved_native\"}", w["moved_native"]},
           {"{event=\"confirmed\"}", w["confirmed"]},
           {"{event=\"failed_back\"}", w["failed_back"]},
-          {"{event=\"pinned_by_cache\"}", w["pinned_by_cache"]}});
+          {"{event=\"pinned_by_cache\"}", w["pinned_by_cache"]},
+          {"{event=\"quiet_at_bound\"}", w["quiet_at_bound"]}});
   const auto& q = s["queues"];
   metric("quicstep_queue_packets_total", "counter", "Packets queued to the daemon",
          {{"{queue=\"outbound\"}", q["outbound"]["packets"]},

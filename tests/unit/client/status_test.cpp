@@ -25,6 +25,7 @@ TEST(Status, PathsComeFromKernelCountersAndRatioFromBytes) {
   EXPECT_EQ(j["channel"]["interface"], "qsw-client");
   EXPECT_EQ(j["flows"]["tracked"], 0u);
   EXPECT_TRUE(j["watchdog"].contains("failed_back"));
+  EXPECT_TRUE(j["watchdog"].contains("quiet_at_bound"));
 }
 
 TEST(Status, NoTrafficGivesZeroRatioNotNaN) {
@@ -45,6 +46,8 @@ TEST(Status, MetricsTextHasOneHeaderPerMetricAndLabelledSamples) {
   EXPECT_NE(m.find("quicstep_path_bytes_total{path=\"native\"} 0\n"), std::string::npos);
   EXPECT_EQ(m.find("# TYPE quicstep_path_bytes_total"), m.rfind("# TYPE quicstep_path_bytes_total"));
   EXPECT_NE(m.find("quicstep_watchdog_events_total{event=\"failed_back\"} 0\n"), std::string::npos);
+  EXPECT_NE(m.find("quicstep_watchdog_events_total{event=\"quiet_at_bound\"} 0\n"),
+            std::string::npos);
   EXPECT_EQ(m.back(), '\n');
 }
 
