@@ -101,6 +101,9 @@ struct Daemon::Impl {
   std::uint64_t set_updates = 0, set_update_failures = 0, reloads = 0;
   // Kernel counters of tables replaced by reloads (a new table starts at zero).
   std::map<std::string, KernelCounter> kernel_base;
+  // Stateless addressing has no after-queue chain to count the daemon's native verdicts:
+  // counted here and added to the kernel's native_out.
+  KernelCounter native_verdicts;
   common::Timestamp started = steady_now();
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
@@ -197,6 +200,10 @@ std::optional<std::uint32_t> Daemon::Impl::decide_out(const QueuedPacket& p) {
   const common::Timestamp now = steady_now();
   const Decision d = classifier->classify(p.payload, Direction::outbound, now);
   if (d.path != Path::native) return std::nullopt;  // pre-set mark: the channel
+  if (spec.nat && spec.stateless) {
+    ++native_verdicts.packets;
+    native_verdicts.bytes += p.payload.size();
+  }
   // Keep the kernel's native set in step (one set update per flow and second at most).
   if (auto ip = common::parse_ip_packet(p.payload); ip.ok()) {
     const auto key = common::FlowKey::from_client(*ip);
@@ -344,6 +351,8 @@ nlohmann::json Daemon::Impl::status() {
     s.kernel[name].packets += k.packets;
     s.kernel[name].bytes += k.bytes;
   }
+  s.kernel["native_out"].packets += native_verdicts.packets;
+  s.kernel["native_out"].bytes += native_verdicts.bytes;
   s.queue_out = queue_out.stats();
   s.queue_in = queue_in.stats();
   s.channel_interface = spec.channel_interface;

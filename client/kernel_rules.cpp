@@ -106,10 +106,19 @@ std::map<std::string, KernelCounter> parse_kernel_counters(const std::string& ou
 }
 
 std::map<std::string, KernelCounter> read_kernel_counters(std::string_view table) {
-  // The whole table: its named counters and the rules' anonymous ones.
+  // The whole table: its named counters and the rules' anonymous ones; plus the channel
+  // device's table of stateless addressing, when there is one (same counter names: summed).
   auto r = run_process({"nft", "-j", "list", "table", "inet", std::string(table)});
   if (!r.ok()) return {};
-  return parse_kernel_counters(r.output);
+  auto out = parse_kernel_counters(r.output);
+  auto dev = run_process({"nft", "-j", "list", "table", "netdev", std::string(table)});
+  if (dev.ok()) {
+    for (const auto& [name, c] : parse_kernel_counters(dev.output)) {
+      out[name].packets += c.packets;
+      out[name].bytes += c.bytes;
+    }
+  }
+  return out;
 }
 
 std::string InstalledRules::install(const RulesetSpec& spec) {

@@ -69,14 +69,14 @@ void reverse_maps(std::ostringstream& o, const RulesetSpec& s) {
   }
 }
 
-// account_channel's rewrite: the source becomes the tunnel address, the reverse maps learn
-// the local address. A family without a tunnel address is dropped (as masquerade would).
+// The channel device's egress rewrite: the source becomes the tunnel address, the reverse
+// maps learn the local address. A family without a tunnel address is dropped (as
+// masquerade would).
 void rewrite_source(std::ostringstream& o, const RulesetSpec& s) {
   for (const auto& [fam, ip, tunnel] :
        {std::tuple{"4", "ip", &s.tunnel_v4}, std::tuple{"6", "ip6", &s.tunnel_v6}}) {
-    const std::string nfproto = fam[0] == '4' ? "ipv4" : "ipv6";
     if (tunnel->empty()) {
-      o << "    meta nfproto " << nfproto << " drop\n";
+      o << "    meta protocol " << ip << " drop\n";
       continue;
     }
     const std::string differs = std::string("    ") + ip + " saddr != " + *tunnel;
@@ -202,6 +202,12 @@ void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
 // After the queue (-250, before conntrack at -200): one verdict-map lookup per packet. The
 // kernel's native fast path (mark unchanged) misses it and leaves at once.
 void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
+  // Stateless: nothing to do after the queue that the channel device's own chains (below)
+  // do not do, and a base chain on the output hook costs every native packet (~0.2 s/GB of
+  // the sender's CPU here) although it matches none of them. The daemon's native verdicts
+  // (a flow's packets until the watchdog confirms it) go uncounted by the kernel (the
+  // daemon counts its decisions) and tracked only if something else registered conntrack.
+  if (stateless_nat(s)) return;
   // Zones are needed only when conntrack sees native packets: they keep a channel NAT
   // binding off the same 5-tuple sent natively. Untracked native packets never meet one.
   const std::string zone = s.nat && !s.stateless && s.track_native
@@ -217,9 +223,7 @@ void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
        // Marked native by a daemon verdict (the kernel's fast path counted in quic_out).
     << hex(s.mark_native) << " : goto account_native }\n"
        "  }\n"
-       "  chain account_channel {\n    counter name \"channel_out\"" << zone << "\n";
-  if (stateless_nat(s)) rewrite_source(o, s);
-  o << "  }\n"
+       "  chain account_channel {\n    counter name \"channel_out\"" << zone << "\n  }\n"
        "  chain account_native {\n    counter name \"native_out\""
     << (s.track_native ? "" : " notrack") << "\n  }\n";
 }
@@ -231,7 +235,8 @@ void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
   o << "  chain in_watch {\n"
        "    type filter hook prerouting priority -310; policy accept;\n";
   if (stateless_nat(s)) {
-    o << "    iifname \"" << s.channel_interface << "\" goto from_channel\n";
+    // Counted and rewritten at the channel device's ingress already.
+    o << "    iifname \"" << s.channel_interface << "\" return\n";
   } else {
     o << "    iifname \"" << s.channel_interface << "\" counter name \"channel_in\"" << zone
       << " accept\n";
@@ -248,25 +253,40 @@ void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
        "  }\n"
        "  chain watch_in {\n    counter name \"watch_in\"\n    "
     << set_mark(s, s.mark_decide_in) << "\n  }\n";
-  if (stateless_nat(s)) {
-    // Back to the local address the flow used: by its ports and remote address, else by the
-    // remote address alone; a packet neither map knows keeps the tunnel address (no socket).
-    o << "  chain from_channel {\n    counter name \"channel_in\"\n";
-    for (const auto& [fam, ip, tunnel] :
-         {std::tuple{"4", "ip", &s.tunnel_v4}, std::tuple{"6", "ip6", &s.tunnel_v6}}) {
-      if (tunnel->empty()) continue;
-      const std::string to = std::string("    ") + ip + " daddr " + *tunnel;
-      o << to << " meta l4proto { tcp, udp } " << ip << " daddr set th dport . th sport . " << ip
-        << " saddr map @rev" << fam << " accept\n"
-        << to << " " << ip << " daddr set " << ip << " saddr map @revany" << fam << " accept\n";
-    }
-    o << "  }\n";
-  } else if (s.nat) {
+  if (s.nat && !s.stateless) {
     o << "  chain post_nat {\n"
          "    type nat hook postrouting priority srcnat; policy accept;\n"
          "    oifname \"" << s.channel_interface << "\" masquerade\n"
          "  }\n";
   }
+}
+
+// Stateless addressing: the channel device's own table. Only packets that cross the
+// WireGuard interface pass its chains (native packets never do): egress counts and rewrites
+// the source to the tunnel address (learning the reverse maps), ingress counts and rewrites
+// the destination back to the local address the flow used: by its ports and remote address,
+// else by the remote address alone; a packet neither map knows keeps the tunnel address (no
+// socket). The chains are bound to the device: they exist while it does (the daemon creates
+// or attaches the device before installing the rules).
+void channel_device_table(std::ostringstream& o, const RulesetSpec& s) {
+  o << "table netdev " << s.table << " {\n  counter channel_out {\n  }\n"
+       "  counter channel_in {\n  }\n";
+  reverse_maps(o, s);
+  o << "  chain channel_egress {\n    type filter hook egress device \"" << s.channel_interface
+    << "\" priority 0; policy accept;\n    counter name \"channel_out\"\n";
+  rewrite_source(o, s);
+  o << "  }\n  chain channel_ingress {\n    type filter hook ingress device \""
+    << s.channel_interface << "\" priority 0; policy accept;\n"
+       "    counter name \"channel_in\"\n";
+  for (const auto& [fam, ip, tunnel] :
+       {std::tuple{"4", "ip", &s.tunnel_v4}, std::tuple{"6", "ip6", &s.tunnel_v6}}) {
+    if (tunnel->empty()) continue;
+    const std::string to = std::string("    ") + ip + " daddr " + *tunnel;
+    o << to << " meta l4proto { tcp, udp } " << ip << " daddr set th dport . th sport . " << ip
+      << " saddr map @rev" << fam << " accept\n"
+      << to << " " << ip << " daddr set " << ip << " saddr map @revany" << fam << " accept\n";
+  }
+  o << "  }\n}\n";
 }
 
 std::string element(const common::FlowKey& f) {
@@ -320,25 +340,27 @@ std::string check_spec(const RulesetSpec& s) {
 std::string ruleset_text(const RulesetSpec& s) {
   std::ostringstream o;
   // One transaction: create if absent, delete, create afresh. Never a moment without rules.
-  o << "table inet " << s.table << "\ndelete table inet " << s.table << "\n";
+  // The netdev table too (stateless addressing has one; a reload to another mode removes it).
+  o << delete_table_text(s.table);
   o << "table inet " << s.table << " {\n";
   for (const char* c : {"channel_out", "native_out", "decide_out", "channel_in", "native_in",
                         "watch_in"}) {
     o << "  counter " << c << " {\n  }\n";
   }
   flow_sets(o, s);
-  if (stateless_nat(s)) reverse_maps(o, s);
   out_decide_chain(o, s);
   quic_out_chain(o, s);
   out_account_chain(o, s);
   inbound_chains(o, s);
   o << "}\n";
+  if (stateless_nat(s)) channel_device_table(o, s);
   return o.str();
 }
 
 std::string delete_table_text(std::string_view table) {
   const std::string t(table);
-  return "table inet " + t + "\ndelete table inet " + t + "\n";
+  return "table inet " + t + "\ndelete table inet " + t + "\ntable netdev " + t +
+         "\ndelete table netdev " + t + "\n";
 }
 
 std::string iptables_install_text(const RulesetSpec& s) {

@@ -29,11 +29,13 @@
 //        DECIDE_OUT instead (native: zone 0, no NAT).
 //   srcnat `post_nat` (nat mode): out the channel interface -> masquerade (tunnel address).
 //   Stateless nat mode instead (no conntrack, no nat chain: conntrack's hooks are never
-//   registered, so the native bulk path pays nothing for them): `account_channel` records
-//   local port . remote port . remote addr -> local addr in @rev4/6 (and remote addr ->
-//   local addr in @revany4/6, the fallback for other protocols) and sets the source to the
-//   tunnel address (nft fixes the IP and L4 checksums); `in_watch` rewrites the destination
-//   of packets from the channel interface to the tunnel address back by those maps.
+//   registered, so the native bulk path pays nothing for them), in a second table, `netdev
+//   quicstep`, whose chains are bound to the channel device (native packets never pass
+//   them; there is no `out_account` then): its egress chain counts, records local port .
+//   remote port . remote addr -> local addr in @rev4/6 (and remote addr -> local addr in
+//   @revany4/6, the fallback for other protocols) and sets the source to the tunnel address
+//   (nft fixes the IP and L4 checksums); its ingress chain counts and rewrites the
+//   destination of packets to the tunnel address back by those maps.
 //   Limits: ICMP errors keep the tunnel address in their inner header (the socket does not
 //   see them); two local addresses using the same local port to the same remote end share
 //   one map entry (the last one wins).

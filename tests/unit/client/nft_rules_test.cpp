@@ -26,7 +26,10 @@ TEST(NftRules, DefaultSpecIsValid) { EXPECT_EQ(check_spec(RulesetSpec{}), ""); }
 TEST(NftRules, ReplacesTheTableInOneTransaction) {
   const std::string t = ruleset_text(RulesetSpec{});
   // create-if-absent, delete, create: one `nft -f` file is one transaction.
-  EXPECT_EQ(t.rfind("table inet quicstep\ndelete table inet quicstep\ntable inet quicstep {", 0), 0u);
+  EXPECT_EQ(t.rfind("table inet quicstep\ndelete table inet quicstep\ntable netdev quicstep\n"
+                    "delete table netdev quicstep\ntable inet quicstep {", 0), 0u);
+  EXPECT_EQ(delete_table_text("quicstep"), "table inet quicstep\ndelete table inet quicstep\n"
+                                           "table netdev quicstep\ndelete table netdev quicstep\n");
 }
 
 TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
@@ -126,18 +129,28 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
   EXPECT_FALSE(has(t, "ct "));
   EXPECT_TRUE(has(t, "map rev4 {\n    type inet_service . inet_service . ipv4_addr : ipv4_addr\n"));
   EXPECT_TRUE(has(t, "map rev6 {\n    type inet_service . inet_service . ipv6_addr : ipv6_addr\n"));
-  // Out: learn the local address, then write the tunnel address (only channel packets:
-  // account_channel is reached by the channel and queue marks alone).
-  const std::string out = chain(t, "account_channel");
+  // The channel device's own table: its chains see only packets that cross the WireGuard
+  // interface; the output path has no after-queue chain at all.
+  const std::string dev = t.substr(t.find("table netdev quicstep {"));
+  EXPECT_TRUE(has(dev, "map rev4 {\n    type inet_service . inet_service . ipv4_addr : ipv4_addr\n"));
+  EXPECT_TRUE(has(dev, "map rev6 {\n    type inet_service . inet_service . ipv6_addr : ipv6_addr\n"));
+  EXPECT_EQ(t.find("type filter hook output priority -250"), std::string::npos);
+  EXPECT_EQ(t.find("account_channel"), std::string::npos);
+  // Out: learn the local address, then write the tunnel address.
+  const std::string out = chain(dev, "channel_egress");
+  EXPECT_TRUE(has(out, "type filter hook egress device \"qsw-client\" priority 0;"));
+  EXPECT_TRUE(has(out, "counter name \"channel_out\""));
   EXPECT_TRUE(has(out, "ip saddr != 10.77.0.2 meta l4proto { tcp, udp } update @rev4 "
                        "{ th sport . th dport . ip daddr : ip saddr }"));
   EXPECT_TRUE(has(out, "ip saddr != 10.77.0.2 update @revany4 { ip daddr : ip saddr } "
                        "ip saddr set 10.77.0.2"));
   EXPECT_TRUE(has(out, "ip6 saddr set fd77::2"));
   EXPECT_LT(out.find("update @rev4"), out.find("ip saddr set"));
-  // In: from the channel interface to the tunnel address, back to the learnt address.
-  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" goto from_channel"));
-  const std::string in = chain(t, "from_channel");
+  // In: from the channel interface to the tunnel address, back to the learnt address; the
+  // inet table's prerouting chain lets channel packets go (counted at the device).
+  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" return"));
+  const std::string in = chain(dev, "channel_ingress");
+  EXPECT_TRUE(has(in, "type filter hook ingress device \"qsw-client\" priority 0;"));
   EXPECT_TRUE(has(in, "counter name \"channel_in\""));
   EXPECT_TRUE(has(in, "ip daddr 10.77.0.2 meta l4proto { tcp, udp } ip daddr set th dport . "
                       "th sport . ip saddr map @rev4 accept"));
@@ -149,7 +162,8 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
   // A family without a tunnel address: its channel packets are dropped, not sent native.
   s.tunnel_v6.clear();
   t = ruleset_text(s);
-  EXPECT_TRUE(has(chain(t, "account_channel"), "meta nfproto ipv6 drop"));
+  EXPECT_TRUE(has(chain(t.substr(t.find("table netdev")), "channel_egress"),
+                  "meta protocol ip6 drop"));
   EXPECT_FALSE(has(t, "ip6 saddr set"));
   s.tunnel_v4 = "10.77.0.0/24";
   EXPECT_NE(check_spec(s), "");
@@ -157,6 +171,7 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
   s.tunnel_v4 = "10.77.0.2";
   s.nat = false;
   EXPECT_FALSE(has(ruleset_text(s), "saddr set"));
+  EXPECT_FALSE(has(ruleset_text(s), "table netdev quicstep {"));
 }
 
 TEST(NftRules, WatchSetMatchesInboundInOutboundOrientation) {
