@@ -14,9 +14,9 @@
 //        flow in @channel4/6 gets CHANNEL, anything else gets DECIDE_OUT (which policy
 //        routing also sends to the channel).
 //        GSO super-packets (longer than gso_threshold) get DECIDE_OUT (the kernel segments
-//        them before queueing: the daemon decides segment by segment), except, with
-//        gso_native_fast, those of a flow already in @native4/6, decided by their first
-//        segment: a QUIC stack batches one connection's datagrams, and a client that sends
+//        them before queueing: the daemon decides segment by segment); with
+//        gso_native_fast (opt-in), those of a flow already in @native4/6 are decided by their
+//        first segment: a QUIC stack batches one connection's datagrams, and a client that sends
 //        short headers has discarded its Initial keys (RFC 9001 4.9.1), so no later segment
 //        carries a ClientHello (client/README.md, "GSO").
 //   -300 iptables raw OUTPUT: mark DECIDE_OUT -> NFQUEUE --queue-bypass (no daemon: accept
@@ -83,7 +83,7 @@ struct RulesetSpec {
   std::vector<std::string> native_v4;    // native_prefixes (a LAN): native except DNS
   std::vector<std::string> native_v6;
   std::uint32_t gso_threshold = 1500;    // longer UDP packets on QUIC ports are queued ...
-  bool gso_native_fast = true;           // ... unless their flow is in the native set
+  bool gso_native_fast = false;          // true: not those of a flow in the native set
   std::uint32_t set_size = 65536;        // elements per flow set (invariant 4)
   std::chrono::seconds native_timeout{120};  // a native-set element lives this long
   std::chrono::seconds watch_timeout{10};    // a watch-set element lives this long

@@ -51,10 +51,11 @@ struct DaemonSettings {
   // both ways (the bulk path skips conntrack and NAT; a stateful firewall that drops
   // untracked packets then drops native QUIC: set true on such a host, at a throughput cost).
   bool native_conntrack = false;
-  // GSO super-packets (one send, many datagrams) of a flow already decided native: true
-  // ("kernel"): native in the kernel, judged by their first segment; false ("daemon"):
-  // queued and decided segment by segment (client/README.md, "GSO"; costs upload speed).
-  bool native_gso_in_kernel = true;
+  // GSO super-packets (one send, many datagrams) of a flow already decided native: false
+  // ("daemon", the default): queued and decided segment by segment, so no long-header
+  // segment ever goes native; true ("kernel"): native in the kernel, judged by their first
+  // segment (client/README.md, "GSO"; faster for applications that send with GSO).
+  bool native_gso_in_kernel = false;
   // Destinations that never use the channel (a LAN: printers, NAS), as prefixes. Everything
   // to them goes natively, handshakes (TCP, QUIC) included, except DNS (port 53), which
   // stays on the channel. Only what the user lists; empty by default.

@@ -39,8 +39,9 @@ QSD_MODES = {
     # they do not overtake the client's Finished (client/README.md, "Throughput").
     "quicstepd-hold3": ("stateless", "[hold]\npackets = 3\n"),
     "quicstepd-hold5ms": ("stateless", "[hold]\ntime_ms = 5\n"),
-    # GSO super-packets decided segment by segment by the daemon.
-    "quicstepd-gso-daemon": ("stateless", "[daemon]\nnative_gso = \"daemon\"\n"),
+    # GSO super-packets of native flows decided in the kernel (the line lands in [daemon]:
+    # write_config appends extra right after that table's lines).
+    "quicstepd-gso-kernel": ("stateless", "native_gso = \"kernel\"\n"),
 }
 
 # Decomposition (--modes paper+ipt,...): the paper's rules plus ONE kernel feature that
@@ -262,8 +263,8 @@ def main():
                     help="comma-separated; quicstepd is addressing = nat; also "
                          "quicstepd-permissive (no NAT: no conntrack), quicstepd-stateless (the "
                          "default config: nft rewrite, no conntrack), quicstepd-hold3 (stateless "
-                         "+ a 3-packet hold), quicstepd-hold5ms, quicstepd-gso-daemon (stateless + native_gso = "
-                         "daemon), quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
+                         "+ a 3-packet hold), quicstepd-hold5ms, quicstepd-gso-kernel (stateless + native_gso = "
+                         "kernel), quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
                          "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "
                          "kernel features)")
     args = ap.parse_args()

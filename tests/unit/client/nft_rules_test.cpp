@@ -44,12 +44,13 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(has(decide, "udp dport 443 goto quic_out"));
   // The bulk path's rule comes first: a decided flow's short headers, 7 in 8 of them (the
   // rest refresh the element in quic_out), not fragments, long enough to be QUIC.
-  EXPECT_LT(decide.find("udp dport 443 udp length >= 29 ip frag-off & 0x3fff == 0 "
-                        "@th,64,8 & 0x87 1-7 ip saddr . udp sport . ip daddr . udp dport "
-                        "@native4 notrack counter return comment \"native_out\""),
+  EXPECT_LT(decide.find("udp dport 443 udp length >= 29 meta length <= 1500 ip frag-off & "
+                        "0x3fff == 0 @th,64,8 & 0x87 1-7 ip saddr . udp sport . ip daddr . udp "
+                        "dport @native4 notrack counter return comment \"native_out\""),
             decide.find("meta oif lo return"));
-  EXPECT_TRUE(has(decide, "udp dport 443 udp length >= 29 exthdr frag missing @th,64,8 & 0x87 "
-                          "1-7 ip6 saddr . udp sport . ip6 daddr . udp dport @native6"));
+  EXPECT_TRUE(has(decide, "udp dport 443 udp length >= 29 meta length <= 1500 exthdr frag "
+                          "missing @th,64,8 & 0x87 1-7 ip6 saddr . udp sport . ip6 daddr . udp "
+                          "dport @native6"));
   const std::string quic = chain(t, "quic_out");
   // Every rule ends in the channel, the queue, or (only) a native-set match; the chain
   // falls off its end nowhere.
@@ -58,10 +59,10 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(quic.substr(quic.rfind("\n    ")).find("goto decide_out") != std::string::npos);
   EXPECT_EQ(quic.find("meta mark set"), std::string::npos);  // native fast path: no re-route
   EXPECT_TRUE(has(chain(t, "to_channel"), "meta mark set meta mark & 0xffffff00 | 0x51"));
-  // GSO super-packets of a flow in the native set stay native (gso_native_fast, the
-  // default); all others are queued before the channel set or the end.
-  EXPECT_GT(quic.find("meta length > 1500 goto decide_out"), quic.rfind("@native6"));
-  EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@channel4"));
+  // GSO super-packets are queued (segment by segment) before the native set, and the
+  // bulk-path rule leaves them alone (gso_native_fast off, the default).
+  EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
+  EXPECT_TRUE(has(decide, "udp length >= 29 meta length <= 1500 ip frag-off"));
   // Decided flows: untracked; about one packet in 8 (three header-protected bits zero)
   // refreshes the element; anonymous counters named by comment.
   EXPECT_TRUE(has(quic, "@th,64,8 & 0x7 != 0 ip6 saddr . udp sport . ip6 daddr . udp dport "
@@ -239,14 +240,18 @@ TEST(NftRules, IptablesQueuesBothMarksWithBypass) {
   EXPECT_TRUE(has(iptables_remove_text(), "-X QUICSTEP_OUT"));
 }
 
-TEST(NftRules, GsoSegmentBySegmentQueuesBeforeTheNativeSet) {
+TEST(NftRules, GsoOfNativeFlowsInTheKernelWhenAskedFor) {
   RulesetSpec s;
-  s.gso_native_fast = false;
-  const std::string quic = chain(ruleset_text(s), "quic_out");
-  EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
+  s.gso_native_fast = true;
+  const std::string t = ruleset_text(s);
+  const std::string quic = chain(t, "quic_out");
+  // The opt-in: GSO super-packets of a flow in the native set stay native; the rest are
+  // queued before the channel set or the end.
+  EXPECT_GT(quic.find("meta length > 1500 goto decide_out"), quic.rfind("@native6"));
+  EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@channel4"));
   EXPECT_EQ(quic.find("meta length"), quic.rfind("meta length"));  // once
-  // The bulk-path rule in out_decide leaves GSO super-packets alone then.
-  EXPECT_TRUE(has(chain(ruleset_text(s), "out_decide"), "udp length >= 29 meta length <= 1500 ip frag-off"));
+  EXPECT_FALSE(has(chain(t, "out_decide"), "meta length <= 1500"));
+  EXPECT_TRUE(has(chain(t, "out_decide"), "udp dport 443 udp length >= 29 ip frag-off"));
 }
 
 TEST(NftRules, SetElementKeysUseOneRegisterPerField) {

@@ -59,7 +59,7 @@ TEST(PolicyConfig, ReadsStatelessAddressing) {
   EXPECT_EQ(to_string(Addressing::stateless), "stateless");
   EXPECT_FALSE(parse_config("[daemon]\naddressing = \"stateful\"\n", "q.toml").ok());
   EXPECT_FALSE(parse_config("[daemon]\nnative_gso = \"user\"\n", "q.toml").ok());
-  EXPECT_TRUE(parse_config("", "q.toml").config.daemon.native_gso_in_kernel);
+  EXPECT_FALSE(parse_config("", "q.toml").config.daemon.native_gso_in_kernel);
 }
 
 TEST(PolicyConfig, ReadsValues) {
@@ -79,7 +79,7 @@ first_penalty_s = 60
 addressing = "permissive"
 routing_table = 100
 native_conntrack = true
-native_gso = "daemon"
+native_gso = "kernel"
 native_prefixes = ["192.168.0.0/16", "fd00:0::/8", "10.1.2.3/32"]
 )", "q.toml");
   ASSERT_TRUE(load.ok()) << load.errors[0].to_string();
@@ -94,7 +94,7 @@ native_prefixes = ["192.168.0.0/16", "fd00:0::/8", "10.1.2.3/32"]
   EXPECT_EQ(load.config.daemon.addressing, Addressing::permissive);
   EXPECT_EQ(load.config.daemon.routing_table, 100u);
   EXPECT_TRUE(load.config.daemon.native_conntrack);
-  EXPECT_FALSE(load.config.daemon.native_gso_in_kernel);
+  EXPECT_TRUE(load.config.daemon.native_gso_in_kernel);
   EXPECT_EQ(load.config.daemon.native_prefixes_v4,
             (std::vector<std::string>{"192.168.0.0/16", "10.1.2.3/32"}));
   EXPECT_EQ(load.config.daemon.native_prefixes_v6, (std::vector<std::string>{"fd00::/8"}));
