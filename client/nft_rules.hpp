@@ -40,7 +40,8 @@
 //   see them); two local addresses using the same local port to the same remote end share
 //   one map entry (the last one wins).
 // Input path: -310 `in_watch`: from the channel interface: counted (zone 1 with
-//   track_native in nat mode); native UDP from a QUIC port: `notrack` (unless track_native),
+//   track_native in nat mode; stateless: counted and rewritten at the device's ingress,
+//   returned here); native UDP from a QUIC port: `notrack` (unless track_native),
 //   and DECIDE_IN for a flow in @watch4/6; iptables raw PREROUTING queues DECIDE_IN (bypass).
 // Set elements are keyed in outbound orientation: client addr . client port . server addr .
 // server port.

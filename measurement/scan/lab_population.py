@@ -138,24 +138,14 @@ def domains(scale: float = 1.0, counts: Optional[Dict[str, int]] = None) -> List
     return out
 
 
-def sh(*cmd, check=True, timeout=30, **kw):
-    return subprocess.run(list(cmd), check=check, timeout=timeout, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, **kw)
-
-
-def netns(ns, *cmd, **kw):
-    return sh("ip", "netns", "exec", ns, *cmd, **kw)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "lab"))
+from qslab_lib.throwaway import sh, netns, remove_namespaces  # noqa: E402
 
 
 def down():
     """Removes the namespaces (ending every process left in them)."""
-    for ns in (NS_C, NS_S, NS_D):
-        for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        sh("ip", "netns", "del", ns, check=False)
+    remove_namespaces(NS_C, NS_S, NS_D)
 
 
 def _link(ns_a, if_a, ns_b, if_b, addrs_a, addrs_b):
@@ -263,8 +253,6 @@ class Population:
         return p
 
     def _start_servers(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))), "lab"))
         from qslab_lib.peers import make_certificate
         certdir = os.path.join(self.workdir, "cert")
         os.makedirs(certdir, exist_ok=True)

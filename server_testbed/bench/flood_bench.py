@@ -516,16 +516,22 @@ def capacity_report(rows, args):
     return "\n".join(lines)
 
 
+def write_master_key(work):
+    """A fresh 32-octet token master key (mode 0600) in `work`; returns its path."""
+    path = os.path.join(work, "master.key")
+    with open(path, "wb") as f:
+        f.write(os.urandom(32))
+    os.chmod(path, 0o600)
+    return path
+
+
 def run_capacity(args, bins):
     """--capacity: alternating retry/gate rounds, CSV + report in --out."""
     if not bins["gate"]:
         sys.exit("flood_bench: --capacity needs quicstep-gate in the build")
     os.makedirs(args.out, exist_ok=True)
     work = env.tempdir()
-    args.master_key = os.path.join(work, "master.key")
-    with open(args.master_key, "wb") as f:
-        f.write(os.urandom(32))
-    os.chmod(args.master_key, 0o600)
+    args.master_key = write_master_key(work)
     rows = []
     args.failed_points = []
     env.up()
@@ -787,10 +793,7 @@ def main():
         modes = [m for m in modes if not m.startswith("gate")]
     os.makedirs(args.out, exist_ok=True)
     work = env.tempdir()
-    args.master_key = os.path.join(work, "master.key")
-    with open(args.master_key, "wb") as f:
-        f.write(os.urandom(32))
-    os.chmod(args.master_key, 0o600)
+    args.master_key = write_master_key(work)
     quic, tcp = [], []
     args.failed_points = []
     env.up()
