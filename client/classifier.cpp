@@ -166,7 +166,7 @@ Decision Classifier::short_header_transition(Handle h, const FlowKey& key, Times
       // Past the bound, the packet that completes the evidence goes back to the channel
       // (this one is not counted yet: +1). Before it, or without it: native.
       if (now < e.deadline || e.native_packets + 1 < policy_.watchdog.min_unanswered_packets) {
-        return {Path::native, Reason::quic_short_native};
+        return {Path::native, Reason::quic_short_native, switch_end(e)};
       }
       fail(h, key, now);
       return {Path::channel, Reason::migration_failed};
@@ -191,7 +191,7 @@ Decision Classifier::short_header_transition(Handle h, const FlowKey& key, Times
     return {Path::channel, Reason::hold};
   }
   move_native(h, key, now);
-  return {Path::native, Reason::quic_short_native};
+  return {Path::native, Reason::quic_short_native, switch_end(e)};
 }
 
 void Classifier::inbound(const PacketFacts& p, Direction dir, Timestamp now, Decision* d) {
@@ -250,6 +250,10 @@ void Classifier::drop_flow(Handle h, Timestamp now) {
   flows_.erase(h);
 }
 
+Timestamp Classifier::switch_end(const FlowEntry& e) {
+  return e.switch_delay == Duration::zero() ? Timestamp{} : e.moved_native + e.switch_delay;
+}
+
 Duration Classifier::watchdog_bound(const FlowEntry& e) const {
   const WatchdogPolicy& w = policy_.watchdog;
   // Capped before multiplying (a clock jump must not overflow), and written so that a
@@ -267,13 +271,17 @@ void Classifier::move_native(Handle h, const FlowKey& key, Timestamp now) {
   FlowEntry& e = flows_.entry(h);
   e.moved_native = now;
   ++counters_.moved_native;
+  // Without the watchdog a moved flow is confirmed at once and its later packets bypass the
+  // queue (the kernel's native set): no delay could keep them in order.
+  e.switch_delay = policy_.watchdog.enabled ? policy_.native_switch.delay : Duration::zero();
   if (!policy_.watchdog.enabled) {
     e.state = FlowState::native_confirmed;  // never watched: native for good
     push_event(FlowEvent::Kind::confirmed, key, now, &e);
     return;
   }
   e.state = FlowState::native_pending;
-  e.deadline = now + watchdog_bound(e);
+  // The bound starts when the first native packet may leave.
+  e.deadline = now + e.switch_delay + watchdog_bound(e);
   deadlines_.set(h, e.deadline);
   push_event(FlowEvent::Kind::moved_native, key, now, &e);
 }

@@ -16,6 +16,7 @@
 //     within the hold                               -> channel [hold]
 //     watchdog expired                              -> channel [migration_failed]
 //     otherwise                                     -> native  [quic_short_native]
+//       (the first policy.native_switch.delay after the move: native, not before its end)
 //   other UDP                                       -> policy.other_udp [other_udp]
 //   other IP protocols                              -> policy.other_protocols [other_protocol]
 // Invariant 1, tested as a property: with other_udp and other_protocols set to channel,
@@ -95,6 +96,11 @@ std::string_view to_string(Reason r);
 struct Decision {
   Path path = Path::channel;
   Reason reason = Reason::not_ip;
+  // Native short headers of a native_pending flow: the packet must not leave before this
+  // time (its flow's move + policy.native_switch.delay; in the past once the delay is over).
+  // The frontend defers the verdict until then, and releases deferred packets in order
+  // before any later packet whose not_before has passed. Zero otherwise.
+  Timestamp not_before{};
   friend bool operator==(const Decision&, const Decision&) = default;
 };
 
@@ -198,6 +204,8 @@ class Classifier {
   Decision outbound_quic(const PacketFacts& p, Timestamp now);
   Decision short_header(Handle h, const FlowKey& key, Timestamp now);
   Decision short_header_transition(Handle h, const FlowKey& key, Timestamp now);
+  // Decision::not_before of a native_pending flow's packets (zero without a delay).
+  static Timestamp switch_end(const FlowEntry& e);
   void inbound(const PacketFacts& p, Direction dir, Timestamp now, Decision* d);
   Handle find_or_create(const FlowKey& key, Timestamp now);
   void move_native(Handle h, const FlowKey& key, Timestamp now);

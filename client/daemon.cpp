@@ -112,7 +112,7 @@ struct Daemon::Impl {
   void preload_destinations();
   std::string open_queues();
   void arm_queue(NfqueueFrontend& q, asio::posix::stream_descriptor& fd, bool outbound);
-  std::optional<std::uint32_t> decide_out(const QueuedPacket& p);
+  PacketVerdict decide_out(const QueuedPacket& p);
   void after_burst();
   void arm_expiry();
   void reload();
@@ -184,22 +184,26 @@ void Daemon::Impl::arm_queue(NfqueueFrontend& q, asio::posix::stream_descriptor&
                 [this, &q, &fd, outbound](const boost::system::error_code& ec) {
                   if (ec) return;
                   if (outbound) {
-                    q.drain([this](const QueuedPacket& p) { return decide_out(p); });
+                    q.drain([this](const QueuedPacket& p) { return decide_out(p); },
+                            steady_now());
                   } else {
-                    q.drain([this](const QueuedPacket& p) -> std::optional<std::uint32_t> {
-                      classifier->classify(p.payload, Direction::inbound_native, steady_now());
-                      return std::nullopt;  // inbound: accept, mark unchanged
-                    });
+                    q.drain(
+                        [this](const QueuedPacket& p) -> PacketVerdict {
+                          classifier->classify(p.payload, Direction::inbound_native,
+                                               steady_now());
+                          return {};  // inbound: accept, mark unchanged
+                        },
+                        steady_now());
                   }
                   after_burst();
                   arm_queue(q, fd, outbound);
                 });
 }
 
-std::optional<std::uint32_t> Daemon::Impl::decide_out(const QueuedPacket& p) {
+PacketVerdict Daemon::Impl::decide_out(const QueuedPacket& p) {
   const common::Timestamp now = steady_now();
   const Decision d = classifier->classify(p.payload, Direction::outbound, now);
-  if (d.path != Path::native) return std::nullopt;  // pre-set mark: the channel
+  if (d.path != Path::native) return {};  // pre-set mark: the channel
   if (spec.nat && spec.stateless) {
     ++native_verdicts.packets;
     native_verdicts.bytes += p.payload.size();
@@ -210,7 +214,7 @@ std::optional<std::uint32_t> Daemon::Impl::decide_out(const QueuedPacket& p) {
     // A watched flow stays queued until confirmed: the watchdog counts its packets.
     const FlowEntry* f = classifier->find_flow(key);
     if (f != nullptr && f->state == FlowState::native_pending) {
-      return (p.mark & ~spec.mark_mask) | spec.mark_native;
+      return {(p.mark & ~spec.mark_mask) | spec.mark_native, d.not_before};
     }
     auto it = recent_native.find(key);
     if (it == recent_native.end() || now - it->second > std::chrono::seconds(1)) {
@@ -219,7 +223,7 @@ std::optional<std::uint32_t> Daemon::Impl::decide_out(const QueuedPacket& p) {
       element_ops.push_back({true, FlowSet::native, key, spec.native_timeout});
     }
   }
-  return (p.mark & ~spec.mark_mask) | spec.mark_native;
+  return {(p.mark & ~spec.mark_mask) | spec.mark_native};
 }
 
 void Daemon::Impl::after_burst() {
@@ -267,7 +271,7 @@ void Daemon::Impl::after_burst() {
 }
 
 void Daemon::Impl::arm_expiry() {
-  const common::Timestamp next = classifier->next_expiry();
+  const common::Timestamp next = std::min(classifier->next_expiry(), queue_out.next_release());
   if (next.ns == std::numeric_limits<std::int64_t>::max()) {
     expiry.expires_after(std::chrono::seconds(60));
   } else {
@@ -275,7 +279,9 @@ void Daemon::Impl::arm_expiry() {
   }
   expiry.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;  // re-armed or stopped
-    classifier->on_expiry(steady_now());
+    const common::Timestamp now = steady_now();
+    queue_out.release_due(now);
+    classifier->on_expiry(now);
     after_burst();
   });
 }

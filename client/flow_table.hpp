@@ -56,6 +56,7 @@ struct FlowEntry {
   Timestamp first_long_out;               // first outbound long header (seen_long_out)
   Timestamp moved_native;                 // when it moved to the native path
   Duration rtt = Duration::zero();        // handshake RTT estimate (0: unknown)
+  Duration switch_delay = Duration::zero();  // native_switch.delay when it moved
 };
 
 namespace detail {

@@ -23,6 +23,7 @@ constexpr std::size_t kTxSize = 64 * 1024;
 struct CallbackCtx {
   NfqueueFrontend* self;
   const NfqueueFrontend::Decide* decide;
+  common::Timestamp now;
 };
 
 }  // namespace
@@ -41,6 +42,7 @@ std::string NfqueueFrontend::open(const NfqueueOptions& o) {
   }
   portid_ = mnl_socket_get_portid(nl_);
   queue_ = o.queue;
+  deferral_ = VerdictDeferral(o.max_deferred);
   // A large receive buffer makes ENOBUFS rare under bursts; FORCE needs CAP_NET_ADMIN.
   if (setsockopt(fd(), SOL_SOCKET, SO_RCVBUFFORCE, &o.rcvbuf, sizeof o.rcvbuf) < 0) {
     setsockopt(fd(), SOL_SOCKET, SO_RCVBUF, &o.rcvbuf, sizeof o.rcvbuf);
@@ -85,7 +87,8 @@ std::string NfqueueFrontend::configure(const NfqueueOptions& o) {
   return {};
 }
 
-void NfqueueFrontend::handle_message(const void* msg, const Decide& decide) {
+void NfqueueFrontend::handle_message(const void* msg, const Decide& decide,
+                                     common::Timestamp now) {
   const auto* nlh = static_cast<const nlmsghdr*>(msg);
   nlattr* attr[NFQA_MAX + 1] = {};
   if (nfq_nlmsg_parse(nlh, attr) < 0 || attr[NFQA_PACKET_HDR] == nullptr) {
@@ -109,15 +112,36 @@ void NfqueueFrontend::handle_message(const void* msg, const Decide& decide) {
   if (lost_) {
     // Messages were lost: release every id before this one unchanged (their pre-set mark
     // is the channel) before deciding anything else.
+    // That batch also releases the deferred packets (all older): unchanged, the channel.
     lost_ = false;
+    stats_.defer_abandoned += deferral_.abandon();
     if (p.id > 0) pending_.push_back({p.id - 1, std::nullopt});
   }
   // A truncated copy cannot be classified safely: unchanged (the channel).
-  pending_.push_back({p.id, p.truncated ? std::nullopt : decide(p)});
+  if (p.truncated) {
+    pending_.push_back({p.id, std::nullopt});
+    return;
+  }
+  const PacketVerdict v = decide(p);
+  if (v.not_before > now) {
+    if (deferral_.defer(p.id, v.mark, v.not_before)) {
+      ++stats_.deferred;
+      return;
+    }
+    ++stats_.defer_refused;
+  }
+  pending_.push_back({p.id, v.mark});
 }
 
-void NfqueueFrontend::drain(const Decide& decide, int max_datagrams) {
-  CallbackCtx ctx{this, &decide};
+void NfqueueFrontend::release_due(common::Timestamp now) {
+  deferral_.release_due(now, &pending_);
+  flush();
+}
+
+void NfqueueFrontend::drain(const Decide& decide, common::Timestamp now, int max_datagrams) {
+  // Due deferred packets first: a later packet of their flow is decided with no wait.
+  deferral_.release_due(now, &pending_);
+  CallbackCtx ctx{this, &decide, now};
   for (int i = 0; i < max_datagrams; ++i) {
     ssize_t n = recv(fd(), rx_.data(), rx_.size(), MSG_DONTWAIT);
     if (n < 0) {
@@ -131,7 +155,7 @@ void NfqueueFrontend::drain(const Decide& decide, int max_datagrams) {
     }
     auto cb = [](const nlmsghdr* nlh, void* data) -> int {
       auto* c = static_cast<CallbackCtx*>(data);
-      c->self->handle_message(nlh, *c->decide);
+      c->self->handle_message(nlh, *c->decide, c->now);
       return MNL_CB_OK;
     };
     if (mnl_cb_run(rx_.data(), static_cast<std::size_t>(n), 0, portid_, cb, &ctx) < 0) {
@@ -151,7 +175,7 @@ void NfqueueFrontend::flush() {
     }
     mnl_nlmsg_batch_reset(batch);
   };
-  plan_verdicts(pending_, &plan_);
+  plan_verdicts(pending_, &plan_, deferral_.oldest_id());
   for (const auto& v : plan_) {
     auto* nlh = nfq_nlmsg_put(static_cast<char*>(mnl_nlmsg_batch_current(batch)),
                               v.batch ? NFQNL_MSG_VERDICT_BATCH : NFQNL_MSG_VERDICT, queue_);

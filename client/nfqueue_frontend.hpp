@@ -21,8 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "client/verdict_deferral.hpp"
 #include "client/verdict_plan.hpp"
 #include "common/byte_reader.hpp"
+#include "common/timestamp.hpp"
 
 struct mnl_socket;
 
@@ -42,6 +44,9 @@ struct NfqueueStats {
   std::uint64_t bad_messages = 0;   // unparseable netlink messages
   std::uint64_t verdict_errors = 0; // sendmsg failures, error acks
   std::uint64_t batches = 0;        // verdict messages sent as batches
+  std::uint64_t deferred = 0;       // verdicts that waited (Decision::not_before)
+  std::uint64_t defer_refused = 0;  // the deferral was full: sent at once
+  std::uint64_t defer_abandoned = 0;  // released unchanged (the channel) after ENOBUFS
 };
 
 struct NfqueueOptions {
@@ -49,12 +54,22 @@ struct NfqueueOptions {
   bool gso = false;
   int rcvbuf = 8 << 20;            // bytes (SO_RCVBUFFORCE; SO_RCVBUF if not permitted)
   std::uint32_t max_len = 4096;    // kernel queue length
+  std::size_t max_deferred = 1024; // verdicts waiting at most (VerdictDeferral)
+};
+
+// What to do with one packet: a new mark (nullopt: accept unchanged), not before a time.
+struct PacketVerdict {
+  std::optional<std::uint32_t> mark;
+  common::Timestamp not_before{};
+  PacketVerdict(std::optional<std::uint32_t> m = std::nullopt, common::Timestamp t = {})  // NOLINT
+      : mark(m), not_before(t) {}
 };
 
 class NfqueueFrontend {
  public:
-  // Returns the new mark for a packet, or nullopt to accept it unchanged.
-  using Decide = std::function<std::optional<std::uint32_t>(const QueuedPacket&)>;
+  // The verdict for a packet: its new mark, or nullopt to accept it unchanged, and the
+  // time before which it must not be released.
+  using Decide = std::function<PacketVerdict(const QueuedPacket&)>;
 
   NfqueueFrontend() = default;
   NfqueueFrontend(const NfqueueFrontend&) = delete;
@@ -69,14 +84,21 @@ class NfqueueFrontend {
   bool is_open() const { return nl_ != nullptr; }
 
   // Reads what is waiting (at most max_datagrams), decides each packet, sends the
-  // verdicts. Never throws; errors are counted in stats().
-  void drain(const Decide& decide, int max_datagrams = 256);
+  // verdicts. A verdict whose not_before is after `now` waits (deferred) until a later
+  // drain() or release_due() at or after that time; every due deferred verdict is sent
+  // before the burst's own. Never throws; errors are counted in stats().
+  void drain(const Decide& decide, common::Timestamp now, int max_datagrams = 256);
+  // Sends the deferred verdicts that are due at `now`.
+  void release_due(common::Timestamp now);
+  // When the next deferred verdict is due (Timestamp max: none).
+  common::Timestamp next_release() const { return deferral_.next_release(); }
+  std::size_t deferred_now() const { return deferral_.size(); }
 
   const NfqueueStats& stats() const { return stats_; }
 
  private:
   std::string configure(const NfqueueOptions& options);
-  void handle_message(const void* nlh, const Decide& decide);
+  void handle_message(const void* nlh, const Decide& decide, common::Timestamp now);
   void flush();
 
   mnl_socket* nl_ = nullptr;
@@ -86,6 +108,7 @@ class NfqueueFrontend {
   std::vector<char> rx_;
   std::vector<char> tx_;
   std::vector<PendingVerdict> pending_;
+  VerdictDeferral deferral_{1024};
   std::vector<VerdictMessage> plan_;
   NfqueueStats stats_;
 };

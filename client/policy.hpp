@@ -31,6 +31,19 @@ struct HoldPolicy {
   bool enabled() const { return packets != 0 || time != Duration::zero(); }
 };
 
+// When a flow moves to the native path, its short headers of the next `delay` wait in the
+// queue (the frontend defers their verdicts) and then go native in order. The client's
+// Finished went through the channel just before; a native short header that overtakes it
+// reaches the server from a new address before the handshake is complete, and servers drop
+// such packets (RFC 9000 §9: no migration before the handshake is confirmed), which costs
+// the connection a loss recovery. Unlike a hold, nothing of the flow goes on the channel
+// after its first short header, so channel and native packets never interleave (no
+// reordering at the switch). Zero: no delay. Needs the watchdog (a flow is watched, hence
+// queued, until its first answer on the native path); without it there is no delay.
+struct NativeSwitchPolicy {
+  Duration delay = Duration::zero();
+};
+
 // The migration watchdog: a flow moved to the native path must get an inbound packet on the
 // native path within clamp(rtt_multiplier × RTT, min_timeout, max_timeout) (the bound), or
 // it returns to the channel for good and its destination enters the non-migrating cache,
@@ -102,6 +115,7 @@ struct Policy {
   // same reasons as other_udp (they take the ordinary route in the kernel rules).
   Route other_protocols = Route::native;
   HoldPolicy hold;
+  NativeSwitchPolicy native_switch;
   WatchdogPolicy watchdog;
   DestinationCachePolicy destinations;
   FlowTablePolicy flows;

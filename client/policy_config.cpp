@@ -227,6 +227,10 @@ void load_policy(Loader& l, const toml::table& root, Policy* p) {
     l.integer(t, "packets", 0, 1'000'000, &p->hold.packets);
     l.duration<std::chrono::milliseconds>(t, "time_ms", 0, 60'000, &p->hold.time);
   }
+  if (const auto* t = l.table(root, "native_switch")) {
+    l.known_keys(*t, "native_switch", {"delay_ms"});
+    l.duration<std::chrono::milliseconds>(t, "delay_ms", 0, 1'000, &p->native_switch.delay);
+  }
   if (const auto* t = l.table(root, "watchdog")) {
     l.known_keys(*t, "watchdog", {"enabled", "rtt_multiplier", "min_timeout_ms",
                                   "max_timeout_ms", "unknown_rtt_ms",
@@ -347,8 +351,8 @@ ConfigLoad parse_config(std::string_view text, std::string_view file) {
     return out;
   }
   Loader l(file, &out.errors);
-  l.known_keys(root, "", {"classifier", "hold", "watchdog", "destination_cache", "flow_table",
-                          "daemon"});
+  l.known_keys(root, "", {"classifier", "hold", "native_switch", "watchdog",
+                          "destination_cache", "flow_table", "daemon"});
   load_policy(l, root, &out.config.policy);
   load_daemon(l, root, &out.config.daemon);
   return out;

@@ -58,7 +58,8 @@ void print_human(const nlohmann::json& s) {
             << " quiet at the bound (not judged), " << s["watchdog"]["non_migrating_destinations"]
             << " non-migrating destinations\n"
             << "queues: outbound " << s["queues"]["outbound"]["packets"] << " packets ("
-            << s["queues"]["outbound"]["enobufs"] << " overruns), inbound "
+            << s["queues"]["outbound"]["enobufs"] << " overruns, "
+            << s["queues"]["outbound"].value("deferred", 0) << " deferred by the switch delay), inbound "
             << s["queues"]["inbound"]["packets"] << "\n";
 }
 

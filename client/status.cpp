@@ -10,7 +10,9 @@ nlohmann::json path_json(std::uint64_t packets, std::uint64_t bytes) {
 nlohmann::json queue_json(const NfqueueStats& q) {
   return {{"packets", q.packets},         {"bytes", q.bytes},
           {"enobufs", q.enobufs},         {"bad_messages", q.bad_messages},
-          {"verdict_errors", q.verdict_errors}, {"batches", q.batches}};
+          {"verdict_errors", q.verdict_errors}, {"batches", q.batches},
+          {"deferred", q.deferred},       {"defer_refused", q.defer_refused},
+          {"defer_abandoned", q.defer_abandoned}};
 }
 
 KernelCounter get(const std::map<std::string, KernelCounter>& m, const char* name) {

@@ -2,11 +2,12 @@
 
 namespace quicstep::client {
 
-void plan_verdicts(std::span<const PendingVerdict> pending, std::vector<VerdictMessage>* out) {
+void plan_verdicts(std::span<const PendingVerdict> pending, std::vector<VerdictMessage>* out,
+                   std::optional<std::uint32_t> batch_below) {
   out->clear();
   std::optional<std::uint32_t> run_end;  // last id of a run of unchanged verdicts
   for (const auto& p : pending) {
-    if (!p.mark) {
+    if (!p.mark && !(batch_below && p.id >= *batch_below)) {
       run_end = p.id;
       continue;
     }

@@ -24,7 +24,10 @@ struct VerdictMessage {
   friend bool operator==(const VerdictMessage&, const VerdictMessage&) = default;
 };
 
-// Precondition: ids increase. Clears `out` and fills it, in the order to send.
-void plan_verdicts(std::span<const PendingVerdict> pending, std::vector<VerdictMessage>* out);
+// Precondition: ids increase. Clears `out` and fills it, in the order to send. Unchanged
+// verdicts with an id >= batch_below (the oldest packet still waiting for its verdict, see
+// verdict_deferral.hpp) are individual messages too: a batch would release the waiting one.
+void plan_verdicts(std::span<const PendingVerdict> pending, std::vector<VerdictMessage>* out,
+                   std::optional<std::uint32_t> batch_below = std::nullopt);
 
 }  // namespace quicstep::client

@@ -39,6 +39,8 @@ QSD_MODES = {
     # they do not overtake the client's Finished (client/README.md, "Throughput").
     "quicstepd-hold3": ("stateless", "[hold]\npackets = 3\n"),
     "quicstepd-hold5ms": ("stateless", "[hold]\ntime_ms = 5\n"),
+    "quicstepd-delay2ms": ("stateless", "[native_switch]\ndelay_ms = 2\n"),
+    "quicstepd-delay5ms": ("stateless", "[native_switch]\ndelay_ms = 5\n"),
     # GSO super-packets of native flows decided in the kernel (the line lands in [daemon]:
     # write_config appends extra right after that table's lines).
     "quicstepd-gso-kernel": ("stateless", "native_gso = \"kernel\"\n"),

@@ -419,5 +419,49 @@ TEST(ClassifierWatchdog, PenaltyEscalates) {
   EXPECT_EQ(h.out(5, short_header(), 31min + 1s).reason, Reason::quic_short_native);
 }
 
+// The native-switch delay: the moved flow's packets of the first `delay` are native but
+// not before its end; after it they carry a time in the past. The watchdog's bound starts
+// at the end of the delay. Other flows and other paths are not delayed.
+TEST(ClassifierNativeSwitch, DelaysTheFirstNativePacketsAndTheBound) {
+  Policy p;
+  p.native_switch.delay = 5ms;
+  Harness h(p);
+  h.handshake(5000, 0ms, 40ms);
+  EXPECT_EQ(h.out(5000, handshake_v1(), 50ms), (Decision{Path::channel, Reason::quic_long_header}));
+  EXPECT_EQ(h.out(5000, short_header(), 60ms),
+            (Decision{Path::native, Reason::quic_short_native, at(65ms)}));
+  EXPECT_EQ(h.out(5000, short_header(), 64ms),
+            (Decision{Path::native, Reason::quic_short_native, at(65ms)}));
+  EXPECT_EQ(h.out(5000, short_header(), 70ms).not_before, at(65ms));
+  // Bound: 5 ms + max(200 ms, 3 x 40 ms) after the move.
+  EXPECT_EQ(h.c.next_expiry(), at(265ms));
+  EXPECT_EQ(h.in(5000, short_header(), 80ms, Direction::inbound_native).reason,
+            Reason::migration_confirmed);
+  EXPECT_EQ(h.out(5000, short_header(), 81ms), (Decision{Path::native, Reason::quic_short_native}));
+  // A long header is never delayed (it is never native).
+  EXPECT_EQ(h.out(5001, initial_v1(), 90ms), (Decision{Path::channel, Reason::quic_long_header}));
+}
+
+TEST(ClassifierNativeSwitch, NoDelayWithoutTheWatchdog) {
+  Policy p;
+  p.native_switch.delay = 5ms;
+  p.watchdog.enabled = false;
+  Harness h(p);
+  h.handshake(5000, 0ms, 40ms);
+  EXPECT_EQ(h.out(5000, short_header(), 60ms), (Decision{Path::native, Reason::quic_short_native}));
+}
+
+TEST(ClassifierNativeSwitch, ReloadAppliesToTheNextMove) {
+  Harness h;
+  h.handshake(5000, 0ms, 40ms);
+  EXPECT_EQ(h.out(5000, short_header(), 60ms).not_before, Timestamp{});
+  Policy p;
+  p.native_switch.delay = 3ms;
+  ASSERT_TRUE(h.c.update_policy(p));
+  EXPECT_EQ(h.out(5000, short_header(), 61ms).not_before, Timestamp{});
+  h.handshake(5001, 70ms, 40ms);
+  EXPECT_EQ(h.out(5001, short_header(), 120ms).not_before, at(123ms));
+}
+
 }  // namespace
 }  // namespace quicstep::client

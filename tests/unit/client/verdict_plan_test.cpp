@@ -58,5 +58,16 @@ TEST(VerdictPlan, NoMessageEverCarriesAMarkAsABatch) {
   }
 }
 
+TEST(VerdictPlan, NoBatchReachesAWaitingPacket) {
+  // Packet 3 waits (deferred): unchanged 1-2 may be one batch, 4 and 6 must be individual.
+  std::vector<V> out;
+  plan_verdicts(std::vector<PendingVerdict>{{1, {}}, {2, {}}, {4, {}}, {5, 0x52}, {6, {}}}, &out,
+                3u);
+  EXPECT_EQ(out, (std::vector<V>{{2, std::nullopt, true},
+                                 {4, std::nullopt, false},
+                                 {5, 0x52, false},
+                                 {6, std::nullopt, false}}));
+}
+
 }  // namespace
 }  // namespace quicstep::client
