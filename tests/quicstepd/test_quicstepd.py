@@ -391,6 +391,156 @@ class QuicstepdLab(unittest.TestCase):
               f"watchdog {st['watchdog']}")
         self.assertGreaterEqual(share, 0.95)
 
+    # --- native_prefixes and native_conntrack ---------------------------------------------
+    def _fetch_file(self, dest, name, size_mb):
+        """gtlsclient fetches a size_mb file (written into the site on first use) from dest;
+        returns the seconds it took. Smaller than the 10 MB fetch where a test only needs a
+        handshake and some data."""
+        fname = f"{size_mb}M.bin"
+        site = os.path.join(self.work, "htdocs", fname)
+        if not os.path.exists(site):
+            with open(site, "wb") as f:
+                f.write(os.urandom(size_mb * 1000 * 1000))
+        out_dir = os.path.join(self.work, name)
+        os.makedirs(out_dir, exist_ok=True)
+        t0 = time.time()
+        res = lab_helpers.in_host(
+            self.lab, "client", "timeout", "-k", "5", "60", "gtlsclient", "--quiet",
+            "--exit-on-all-streams-close", f"--download={out_dir}", "--timeout=15s", dest, "443",
+            f"https://open.test/{fname}", check=False, timeout=90)
+        took = time.time() - t0
+        got = os.path.join(out_dir, fname)
+        size = os.path.getsize(got) if os.path.exists(got) else 0
+        self.assertEqual(size, size_mb * 1000 * 1000,
+                         f"{name}: download incomplete ({size} bytes): {res.stderr[-2000:]}")
+        return took
+
+    def _client_initials(self, packets, server):
+        """The client's Initial packets to server in a capture (any source address)."""
+        return [p for p in packets if p.get("dst") == server and p.get("dport") == 443 and any(
+            q.get("type") == "initial" for q in p.get("quic", []))]
+
+    def test_9_native_prefixes(self):
+        # LAN exemption: the first server's addresses (v4 /32, v6 /128) are native_prefixes.
+        # Their QUIC connections skip the channel, handshakes included; DNS (to the lab
+        # resolver, and to an address inside the prefixes) keeps the channel; a server
+        # outside the prefixes (the lab's second server address: the same gtlsserver, which
+        # listens on every address of its host) keeps the ordinary split.
+        other = self.lab["servers"][1]
+        other_v4 = other["v4"][0] if isinstance(other["v4"], list) else other["v4"]
+        self.assertNotEqual(other_v4, self.srv_v4)
+        config = h.write_config(
+            os.path.join(self.work, "prefixes.toml"), self.channel_if,
+            extra=f'native_prefixes = ["{self.srv_v4}/32", "{self.srv_v6}/128"]\n')
+        cn, native, cp, channel = self.captures("prefixes")
+        d = self.start_daemon(config)
+        took_in = self._fetch_file(self.srv_v4, "prefixes-in", 1)
+        took_in6 = self._fetch_file(self.srv_v6, "prefixes-in6", 1)
+        took_out = self._fetch_file(other_v4, "prefixes-out", 2)
+        # DNS: to the lab resolver (outside the prefixes), and to an address inside them
+        # (nobody answers there: only where the query went matters).
+        lab_helpers.in_host(self.lab, "client", "dig", "+short", "+tries=1", "+time=3",
+                            "open.test", check=False)
+        lab_helpers.in_host(self.lab, "client", "dig", "+short", "+tries=1", "+time=1",
+                            f"@{self.srv_v4}", "open.test", check=False)
+        st = self.status()
+        self.stop_captures(cn, cp)
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        self.assert_complete(native, channel)
+        npk, cpk = h.inspect(native), h.inspect(channel)
+        exempt = {self.srv_v4, self.srv_v6}
+        # The exempt servers' handshakes are on the native link, from the native address...
+        for server in (self.srv_v4, self.srv_v6):
+            initials = self._client_initials(npk, server)
+            self.assertTrue(initials, f"no Initial to {server} on the native link")
+            self.assertTrue(all(p["src"] in self.client_native for p in initials), initials[:1])
+        # ... and nothing of those QUIC connections at the provider.
+        exempt_at_provider = sum(h.quic_bytes(cpk, s) for s in exempt)
+        self.assertEqual(exempt_at_provider, 0, "an exempt connection used the channel")
+        # The lookup to the lab resolver went through the channel, and nothing that must not
+        # leak is on the native link apart from the exempt servers' traffic (checked below).
+        self.assertTrue(any(p.get("dns") for p in cpk), "the DNS lookup did not use the channel")
+        self.assert_no_leak([p for p in npk if not {p.get("src"), p.get("dst")} & exempt])
+        # The server outside the prefixes: its handshake only at the provider, none on the
+        # native link; its data moved native as usual.
+        self.assertTrue(self._client_initials(cpk, other_v4), "no Initial to the other server "
+                        "at the provider")
+        other_native = [p for p in npk if other_v4 in (p.get("src"), p.get("dst"))]
+        self.assert_no_leak(other_native)
+        self.assertEqual(self._client_initials(npk, other_v4), [])
+        nat_o, ch_o = h.quic_bytes(npk, other_v4), h.quic_bytes(cpk, other_v4)
+        dns_exempt = lambda pk: [p for p in pk if p.get("dst") == self.srv_v4  # noqa: E731
+                                 and p.get("dport") == 53]
+        dns_exempt_native, dns_exempt_channel = dns_exempt(npk), dns_exempt(cpk)
+        print(f"\n[native_prefixes] exempt fetches {took_in:.2f}s (v4, 1 MB), {took_in6:.2f}s "
+              f"(v6, 1 MB): {h.quic_bytes(npk, self.srv_v4) + h.quic_bytes(npk, self.srv_v6)} "
+              f"native bytes, {exempt_at_provider} at the provider; other server {took_out:.2f}s "
+              f"(2 MB): {nat_o} native / {ch_o} channel bytes; DNS to the exempt address: "
+              f"{len(dns_exempt_channel)} packets at the provider, {len(dns_exempt_native)} on "
+              f"the native link; watchdog {st['watchdog']}")
+        self.assertGreaterEqual(nat_o / max(1, nat_o + ch_o), 0.95)
+        self.assertGreaterEqual(st["watchdog"]["moved_native"], 1)
+        # DNS to an address inside the prefixes keeps the channel (client/README.md, "LAN
+        # exemption": a LAN resolver forwards the names to the ISP).
+        self.assertEqual(dns_exempt_native[:3], [], "DNS to an exempt address went native")
+        self.assertTrue(dns_exempt_channel, "DNS to an exempt address did not use the channel")
+
+    def test_10_native_conntrack(self):
+        # native_conntrack = true is for a host whose firewall accepts only tracked answers.
+        # Without such a firewall nothing registers conntrack in the namespace (stateless
+        # addressing has no NAT), so the test installs one: QUIC answers from port 443 are
+        # accepted only in ct state established, the rest dropped (untracked ones included:
+        # the default, notrack on the bulk path, would lose every native answer here).
+        rules = ("table inet qsd_test_stateful {\n"
+                 " counter established_443 {}\n counter dropped_443 {}\n"
+                 " chain input {\n  type filter hook input priority filter; policy accept;\n"
+                 "  udp sport 443 ct state established counter name established_443 accept\n"
+                 "  udp sport 443 counter name dropped_443 drop\n }\n}\n")
+        nft = ["ip", "netns", "exec", self.client_ns, "nft"]
+        subprocess.run([*nft, "-f", "-"], input=rules, text=True, check=True)
+        self.addCleanup(subprocess.run, [*nft, "delete", "table", "inet", "qsd_test_stateful"],
+                        check=False)
+        config = h.write_config(os.path.join(self.work, "conntrack.toml"), self.channel_if,
+                                extra="native_conntrack = true\n")
+        cn, native, cp, channel = self.captures("conntrack")
+        d = self.start_daemon(config)
+        took = self.fetch(self.srv_v4, "conntrack")
+        st = self.status()
+        self.assertTrue(h.native_set_has(self.client_ns, self.srv_v4), "flow not in native4")
+        # conntrack saw the flow: an entry from a native address to the server's port 443.
+        with open(f"/proc/{d.pid}/net/nf_conntrack") as f:  # the daemon's namespace's table
+            entries = [line for line in f if "udp" in line.split()[:3]
+                       and f"dst={self.srv_v4} " in line and " dport=443 " in line]
+        self.assertTrue(entries and all(e.split("src=")[1].split()[0] in self.client_native
+                                        for e in entries), f"conntrack entries: {entries}")
+
+        def counter(name):
+            import json
+            out = subprocess.run([*nft, "-j", "list", "counter", "inet", "qsd_test_stateful",
+                                  name], capture_output=True, text=True, check=True).stdout
+            return next(o["counter"]["packets"] for o in json.loads(out)["nftables"]
+                        if "counter" in o)
+        established, dropped = counter("established_443"), counter("dropped_443")
+        self.stop_captures(cn, cp)
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        self.assert_complete(native, channel)
+        npk, cpk = h.inspect(native), h.inspect(channel)
+        self.assert_no_leak(npk)
+        nat_b, ch_b = h.quic_bytes(npk, self.srv_v4), h.quic_bytes(cpk, self.srv_v4)
+        share = nat_b / max(1, nat_b + ch_b)
+        reported = st["paths"]["channel"]["bytes"]
+        at_provider = sum(p["ip_len"] for p in cpk if p.get("src") in self.tunnel_addrs)
+        native_in = sum(1 for p in npk if p.get("src") == self.srv_v4 and p.get("sport") == 443)
+        print(f"\n[native_conntrack] {took:.2f}s, native share {share:.4f} ({nat_b} native / "
+              f"{ch_b} channel bytes); channel bytes reported {reported}, at provider "
+              f"{at_provider}; stateful firewall: {established} established answers accepted, "
+              f"{dropped} dropped ({native_in} answers on the native link); conntrack: "
+              f"{entries[0].strip()}")
+        self.assertEqual(dropped, 0, "answers the stateful firewall did not know were dropped")
+        self.assertGreaterEqual(established, 1, "no tracked answer passed the firewall")
+        self.assertGreaterEqual(share, 0.95)
+        self.assertLessEqual(abs(reported - at_provider), 0.02 * at_provider)
+
 
 if __name__ == "__main__":
     unittest.main()
