@@ -140,6 +140,7 @@ QS_HOT Decision Classifier::outbound_quic(const PacketFacts& p, Timestamp now) {
       e.seen_long_out = true;
       e.first_long_out = now;
     }
+    e.last_long_out = now;
     counted_flow_ = &e;
     return {Path::channel, Reason::quic_long_header};
   }
@@ -166,7 +167,7 @@ Decision Classifier::short_header_transition(Handle h, const FlowKey& key, Times
       // Past the bound, the packet that completes the evidence goes back to the channel
       // (this one is not counted yet: +1). Before it, or without it: native.
       if (now < e.deadline || e.native_packets + 1 < policy_.watchdog.min_unanswered_packets) {
-        return {Path::native, Reason::quic_short_native, switch_end(e)};
+        return {Path::native, Reason::quic_short_native, e.switch_end};
       }
       fail(h, key, now);
       return {Path::channel, Reason::migration_failed};
@@ -191,7 +192,7 @@ Decision Classifier::short_header_transition(Handle h, const FlowKey& key, Times
     return {Path::channel, Reason::hold};
   }
   move_native(h, key, now);
-  return {Path::native, Reason::quic_short_native, switch_end(e)};
+  return {Path::native, Reason::quic_short_native, e.switch_end};
 }
 
 void Classifier::inbound(const PacketFacts& p, Direction dir, Timestamp now, Decision* d) {
@@ -212,7 +213,9 @@ void Classifier::inbound(const PacketFacts& p, Direction dir, Timestamp now, Dec
   if (dir == Direction::inbound_channel) {
     // An answer to the old address after the bound (packets in flight before the server
     // saw the new path arrive within about one RTT): a server that keeps the stale path.
-    if (now >= e.deadline) fail(h, key, now);
+    // Only short headers: a late long header is a handshake retransmission.
+    const bool is_short = !p.payload.empty() && !common::is_long_header(p.payload[0]);
+    if (is_short && now >= e.deadline) fail(h, key, now);
     return;
   }
   if (now >= e.deadline && has_evidence(e)) {
@@ -250,8 +253,20 @@ void Classifier::drop_flow(Handle h, Timestamp now) {
   flows_.erase(h);
 }
 
-Timestamp Classifier::switch_end(const FlowEntry& e) {
-  return e.switch_delay == Duration::zero() ? Timestamp{} : e.moved_native + e.switch_delay;
+Timestamp Classifier::switch_end(const FlowEntry& e, Timestamp now) const {
+  const NativeSwitchPolicy& n = policy_.native_switch;
+  // Without the watchdog a moved flow is confirmed at once and its later packets bypass the
+  // queue (the kernel's native set): no wait could keep them in order.
+  if (!n.enabled || !policy_.watchdog.enabled) return {};
+  Timestamp end;
+  if (e.rtt != Duration::zero() && e.seen_long_out) {
+    const Duration rtt = std::min<Duration>(e.rtt, std::chrono::seconds(10));  // no overflow
+    const Duration d = std::max(n.min_delay, rtt * n.rtt_percent / 100);
+    end = e.last_long_out + std::min(d, n.max_delay);
+  } else {
+    end = now + n.unknown_rtt_delay;
+  }
+  return end > now ? end : Timestamp{};
 }
 
 Duration Classifier::watchdog_bound(const FlowEntry& e) const {
@@ -271,9 +286,11 @@ void Classifier::move_native(Handle h, const FlowKey& key, Timestamp now) {
   FlowEntry& e = flows_.entry(h);
   e.moved_native = now;
   ++counters_.moved_native;
-  // Without the watchdog a moved flow is confirmed at once and its later packets bypass the
-  // queue (the kernel's native set): no delay could keep them in order.
-  e.switch_delay = policy_.watchdog.enabled ? policy_.native_switch.delay : Duration::zero();
+  e.switch_end = switch_end(e, now);
+  if (e.switch_end != Timestamp{}) {
+    ++counters_.switch_waits;
+    counters_.switch_wait_ns += static_cast<std::uint64_t>((e.switch_end - now).count());
+  }
   if (!policy_.watchdog.enabled) {
     e.state = FlowState::native_confirmed;  // never watched: native for good
     push_event(FlowEvent::Kind::confirmed, key, now, &e);
@@ -281,7 +298,7 @@ void Classifier::move_native(Handle h, const FlowKey& key, Timestamp now) {
   }
   e.state = FlowState::native_pending;
   // The bound starts when the first native packet may leave.
-  e.deadline = now + e.switch_delay + watchdog_bound(e);
+  e.deadline = std::max(now, e.switch_end) + watchdog_bound(e);
   deadlines_.set(h, e.deadline);
   push_event(FlowEvent::Kind::moved_native, key, now, &e);
 }

@@ -16,7 +16,7 @@
 //     within the hold                               -> channel [hold]
 //     watchdog expired                              -> channel [migration_failed]
 //     otherwise                                     -> native  [quic_short_native]
-//       (the first policy.native_switch.delay after the move: native, not before its end)
+//       (just after the move: native, not before the native switch's end, policy.hpp)
 //   other UDP                                       -> policy.other_udp [other_udp]
 //   other IP protocols                              -> policy.other_protocols [other_protocol]
 // Invariant 1, tested as a property: with other_udp and other_protocols set to channel,
@@ -97,7 +97,7 @@ struct Decision {
   Path path = Path::channel;
   Reason reason = Reason::not_ip;
   // Native short headers of a native_pending flow: the packet must not leave before this
-  // time (its flow's move + policy.native_switch.delay; in the past once the delay is over).
+  // time (the end of its flow's native switch, NativeSwitchPolicy; in the past once over).
   // The frontend defers the verdict until then, and releases deferred packets in order
   // before any later packet whose not_before has passed. Zero otherwise.
   Timestamp not_before{};
@@ -138,6 +138,8 @@ struct Counters {
   std::uint64_t pinned_by_cache = 0;      // flows kept on the channel by the cache
   std::uint64_t pending_forgotten = 0;    // native_pending flows evicted or idle
   std::uint64_t rtt_samples = 0;
+  std::uint64_t switch_waits = 0;         // moved flows whose first native packets waited
+  std::uint64_t switch_wait_ns = 0;       // the sum of those waits
   std::uint64_t events_lost = 0;          // the event queue was full
 };
 
@@ -204,8 +206,8 @@ class Classifier {
   Decision outbound_quic(const PacketFacts& p, Timestamp now);
   Decision short_header(Handle h, const FlowKey& key, Timestamp now);
   Decision short_header_transition(Handle h, const FlowKey& key, Timestamp now);
-  // Decision::not_before of a native_pending flow's packets (zero without a delay).
-  static Timestamp switch_end(const FlowEntry& e);
+  // When a flow moved at `now` may send natively (NativeSwitchPolicy); zero: at once.
+  Timestamp switch_end(const FlowEntry& e, Timestamp now) const;
   void inbound(const PacketFacts& p, Direction dir, Timestamp now, Decision* d);
   Handle find_or_create(const FlowKey& key, Timestamp now);
   void move_native(Handle h, const FlowKey& key, Timestamp now);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
+#include <net/if.h>
 #include <unistd.h>
 
 #include <utility>  // boost 1.74 asio/awaitable.hpp needs std::exchange
@@ -58,6 +59,11 @@ std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* rout
   r->stateless = d.addressing == Addressing::stateless;
   r->track_native = d.native_conntrack;
   r->gso_native_fast = d.native_gso_in_kernel;
+  // Only where the server sees a new address after the switch and the channel's answers
+  // arrive addressed to this host (nat's are un-NATed after the hook, so no RTT is seen;
+  // permissive keeps the address: nothing to wait for).
+  r->observe_handshakes = p.native_switch.enabled && p.watchdog.enabled &&
+                          d.addressing == Addressing::stateless;
   r->native_v4 = d.native_prefixes_v4;
   r->native_v6 = d.native_prefixes_v6;
   r->set_size = static_cast<std::uint32_t>(std::min<std::size_t>(p.flows.capacity, 1u << 20));
@@ -104,6 +110,10 @@ struct Daemon::Impl {
   // Stateless addressing has no after-queue chain to count the daemon's native verdicts:
   // counted here and added to the kernel's native_out.
   KernelCounter native_verdicts;
+  // The channel device's index: inbound packets queued from it are the server's handshake
+  // (observe_handshakes), the others answers on the native path.
+  unsigned channel_ifindex = 0;
+  common::Timestamp ifindex_checked;
   common::Timestamp started = steady_now();
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
@@ -113,6 +123,7 @@ struct Daemon::Impl {
   std::string open_queues();
   void arm_queue(NfqueueFrontend& q, asio::posix::stream_descriptor& fd, bool outbound);
   PacketVerdict decide_out(const QueuedPacket& p);
+  Direction inbound_direction(const QueuedPacket& p);
   void after_burst();
   void arm_expiry();
   void reload();
@@ -127,6 +138,7 @@ std::string Daemon::Impl::start() {
                                             (std::uint64_t(rd()) << 32) | rd());
   preload_destinations();
   if (auto why = channel.attach(config.daemon, &spec); !why.empty()) return why;
+  channel_ifindex = if_nametoindex(config.daemon.channel_interface.c_str());
   // Routing first (the table exists before any packet is marked), then the queues (so
   // that marked packets find a listener), then the table, then the queue rules.
   if (auto why = routing.install(routing_spec); !why.empty()) return "ip rule: " + why;
@@ -189,8 +201,7 @@ void Daemon::Impl::arm_queue(NfqueueFrontend& q, asio::posix::stream_descriptor&
                   } else {
                     q.drain(
                         [this](const QueuedPacket& p) -> PacketVerdict {
-                          classifier->classify(p.payload, Direction::inbound_native,
-                                               steady_now());
+                          classifier->classify(p.payload, inbound_direction(p), steady_now());
                           return {};  // inbound: accept, mark unchanged
                         },
                         steady_now());
@@ -198,6 +209,18 @@ void Daemon::Impl::arm_queue(NfqueueFrontend& q, asio::posix::stream_descriptor&
                   after_burst();
                   arm_queue(q, fd, outbound);
                 });
+}
+
+Direction Daemon::Impl::inbound_direction(const QueuedPacket& p) {
+  if (p.indev == channel_ifindex) return Direction::inbound_channel;
+  // The channel device may have been recreated (a new index): look again, once a second.
+  const common::Timestamp now = steady_now();
+  if (now - ifindex_checked > std::chrono::seconds(1)) {
+    ifindex_checked = now;
+    channel_ifindex = if_nametoindex(config.daemon.channel_interface.c_str());
+    if (p.indev == channel_ifindex) return Direction::inbound_channel;
+  }
+  return Direction::inbound_native;
 }
 
 PacketVerdict Daemon::Impl::decide_out(const QueuedPacket& p) {

@@ -56,7 +56,8 @@ struct FlowEntry {
   Timestamp first_long_out;               // first outbound long header (seen_long_out)
   Timestamp moved_native;                 // when it moved to the native path
   Duration rtt = Duration::zero();        // handshake RTT estimate (0: unknown)
-  Duration switch_delay = Duration::zero();  // native_switch.delay when it moved
+  Timestamp last_long_out;                // last outbound long header (seen_long_out)
+  Timestamp switch_end;                   // native_pending: its packets wait until then
 };
 
 namespace detail {

@@ -104,6 +104,9 @@ void NfqueueFrontend::handle_message(const void* msg, const Decide& decide,
                               mnl_attr_get_payload_len(attr[NFQA_PAYLOAD]));
   }
   if (attr[NFQA_MARK] != nullptr) p.mark = ntohl(mnl_attr_get_u32(attr[NFQA_MARK]));
+  if (attr[NFQA_IFINDEX_INDEV] != nullptr) {
+    p.indev = ntohl(mnl_attr_get_u32(attr[NFQA_IFINDEX_INDEV]));
+  }
   if (attr[NFQA_CAP_LEN] != nullptr) {
     p.truncated = ntohl(mnl_attr_get_u32(attr[NFQA_CAP_LEN])) > p.payload.size();
   }

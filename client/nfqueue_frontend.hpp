@@ -34,6 +34,7 @@ struct QueuedPacket {
   std::uint32_t id = 0;
   common::Bytes payload;  // the IP packet
   std::uint32_t mark = 0;
+  std::uint32_t indev = 0;  // the input interface's index (0: none, an outbound packet)
   bool truncated = false;  // the copy is shorter than the packet (should not happen)
 };
 

@@ -170,8 +170,10 @@ void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
   o << "  chain quic_out {\n"
        // Shorter than any protected short-header packet (1 + 4 + 16 sample): unparseable.
        "    udp length < 29 goto to_channel\n"
-       // Long header (first payload bit 1): the channel, decided here.
-       "    @th,64,1 1 goto to_channel\n";
+       // Long header (first payload bit 1): the channel. Decided here, or queued to be
+       // seen (the handshake's timing; the daemon's verdict is always the channel, and so
+       // is queue bypass).
+       "    @th,64,1 1 goto " << (s.observe_handshakes ? "decide_out" : "to_channel") << "\n";
   // GSO super-packets: nft sees only the first segment. Queued (and segmented) unless
   // gso_native_fast, which lets those of a flow already in the native set pass below.
   const std::string gso = "    meta length > " + std::to_string(s.gso_threshold) +
@@ -234,10 +236,17 @@ void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
                                : "";
   o << "  chain in_watch {\n"
        "    type filter hook prerouting priority -310; policy accept;\n";
+  // The server's long headers on the channel are queued to be seen (the handshake RTT).
+  const std::string observe = "    iifname \"" + s.channel_interface + "\" udp sport " +
+                              port_set(s.quic_ports) + " @th,64,1 1";
   if (stateless_nat(s)) {
     // Counted and rewritten at the channel device's ingress already.
+    if (s.observe_handshakes) o << observe << " goto observe_in\n";
     o << "    iifname \"" << s.channel_interface << "\" return\n";
   } else {
+    if (s.observe_handshakes) {
+      o << observe << " counter name \"channel_in\"" << zone << " goto observe_in\n";
+    }
     o << "    iifname \"" << s.channel_interface << "\" counter name \"channel_in\"" << zone
       << " accept\n";
   }
@@ -253,6 +262,9 @@ void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
        "  }\n"
        "  chain watch_in {\n    counter name \"watch_in\"\n    "
     << set_mark(s, s.mark_decide_in) << "\n  }\n";
+  if (s.observe_handshakes) {
+    o << "  chain observe_in {\n    " << set_mark(s, s.mark_decide_in) << "\n  }\n";
+  }
   if (s.nat && !s.stateless) {
     o << "  chain post_nat {\n"
          "    type nat hook postrouting priority srcnat; policy accept;\n"

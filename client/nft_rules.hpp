@@ -85,6 +85,8 @@ struct RulesetSpec {
   std::vector<std::string> native_v6;
   std::uint32_t gso_threshold = 1500;    // longer UDP packets on QUIC ports are queued ...
   bool gso_native_fast = false;          // true: not those of a flow in the native set
+  bool observe_handshakes = false;       // queue QUIC long headers (outbound: decided channel;
+                                         // inbound on the channel: observed) for the RTT
   std::uint32_t set_size = 65536;        // elements per flow set (invariant 4)
   std::chrono::seconds native_timeout{120};  // a native-set element lives this long
   std::chrono::seconds watch_timeout{10};    // a watch-set element lives this long

@@ -31,17 +31,28 @@ struct HoldPolicy {
   bool enabled() const { return packets != 0 || time != Duration::zero(); }
 };
 
-// When a flow moves to the native path, its short headers of the next `delay` wait in the
-// queue (the frontend defers their verdicts) and then go native in order. The client's
-// Finished went through the channel just before; a native short header that overtakes it
-// reaches the server from a new address before the handshake is complete, and servers drop
-// such packets (RFC 9000 §9: no migration before the handshake is confirmed), which costs
-// the connection a loss recovery. Unlike a hold, nothing of the flow goes on the channel
-// after its first short header, so channel and native packets never interleave (no
-// reordering at the switch). Zero: no delay. Needs the watchdog (a flow is watched, hence
-// queued, until its first answer on the native path); without it there is no delay.
+// The native switch: when a flow moves to the native path, its short headers wait in the
+// queue (the frontend defers their verdicts) until the client's Finished — its last long
+// header, sent on the channel just before — has likely reached the server, and then go
+// native in order. A native short header that overtakes the Finished reaches the server
+// from a new address before its handshake is complete, and servers drop such packets
+// (RFC 9000 §9: no migration before the handshake is confirmed), which costs the
+// connection a loss recovery. Unlike a hold, nothing of the flow goes on the channel after
+// its first short header, so channel and native packets never interleave.
+//
+// The wait ends rtt_percent of the handshake RTT (over the channel) after the flow's last
+// outbound long header, at least min_delay after it, at most max_delay; with no RTT
+// sample (no handshake seen), unknown_rtt_delay after the move. Packets sent later than
+// that (a download's ACKs come a round trip after the Finished) do not wait at all.
+// Needs the watchdog (a moved flow is queued until its first answer on the native path).
 struct NativeSwitchPolicy {
-  Duration delay = Duration::zero();
+  bool enabled = true;
+  // A one-way trip on the channel is about half its RTT; the native one-way is not known.
+  std::uint32_t rtt_percent = 50;
+  // Scheduling jitter between the channel's process (wireguard-go) and the native path.
+  Duration min_delay = 1ms;
+  Duration max_delay = 100ms;
+  Duration unknown_rtt_delay = Duration::zero();
 };
 
 // The migration watchdog: a flow moved to the native path must get an inbound packet on the
@@ -62,8 +73,8 @@ struct WatchdogPolicy {
   Duration min_timeout = 200ms;
   // Upper bound: a stalled connection waits at most this long before it falls back.
   Duration max_timeout = 3s;
-  // RTT assumed when the classifier saw no handshake (the nfqueue frontend never sees long
-  // headers: the kernel sends them to the channel without asking).
+  // RTT assumed when the classifier saw no handshake (a flow older than the daemon, or the
+  // native switch off: then the kernel sends long headers to the channel without asking).
   Duration unknown_rtt = 200ms;
   // Native short headers without an answer that make the evidence (see above). 1 restores
   // the old rule (any flow unanswered at the bound fails), which misjudges quiet flows.

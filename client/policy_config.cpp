@@ -228,8 +228,15 @@ void load_policy(Loader& l, const toml::table& root, Policy* p) {
     l.duration<std::chrono::milliseconds>(t, "time_ms", 0, 60'000, &p->hold.time);
   }
   if (const auto* t = l.table(root, "native_switch")) {
-    l.known_keys(*t, "native_switch", {"delay_ms"});
-    l.duration<std::chrono::milliseconds>(t, "delay_ms", 0, 1'000, &p->native_switch.delay);
+    NativeSwitchPolicy& n = p->native_switch;
+    l.known_keys(*t, "native_switch",
+                 {"enabled", "rtt_percent", "min_delay_ms", "max_delay_ms", "unknown_rtt_delay_ms"});
+    l.boolean(t, "enabled", &n.enabled);
+    l.integer(t, "rtt_percent", 0, 400, &n.rtt_percent);
+    l.duration<std::chrono::milliseconds>(t, "min_delay_ms", 0, 1'000, &n.min_delay);
+    l.duration<std::chrono::milliseconds>(t, "max_delay_ms", 0, 1'000, &n.max_delay);
+    l.duration<std::chrono::milliseconds>(t, "unknown_rtt_delay_ms", 0, 1'000,
+                                          &n.unknown_rtt_delay);
   }
   if (const auto* t = l.table(root, "watchdog")) {
     l.known_keys(*t, "watchdog", {"enabled", "rtt_multiplier", "min_timeout_ms",

@@ -57,6 +57,10 @@ void print_human(const nlohmann::json& s) {
             << " failed back, " << s["watchdog"].value("quiet_at_bound", 0)
             << " quiet at the bound (not judged), " << s["watchdog"]["non_migrating_destinations"]
             << " non-migrating destinations\n"
+            << "native switch: " << s.value("native_switch", nlohmann::json::object()).value("switch_waits", 0)
+            << " flows waited for their Finished ("
+            << s.value("native_switch", nlohmann::json::object()).value("wait_ms_total", 0.0)
+            << " ms in all)\n"
             << "queues: outbound " << s["queues"]["outbound"]["packets"] << " packets ("
             << s["queues"]["outbound"]["enobufs"] << " overruns, "
             << s["queues"]["outbound"].value("deferred", 0) << " deferred by the switch delay), inbound "

@@ -71,6 +71,9 @@ nlohmann::json status_json(const StatusSnapshot& s) {
                    {"quiet_at_bound", c.quiet_at_bound},
                    {"non_migrating_destinations", s.classifier->destinations().size()},
                    {"events_lost", c.events_lost}};
+  j["native_switch"] = {{"switch_waits", c.switch_waits},
+                        {"wait_ms_total", static_cast<double>(c.switch_wait_ns) / 1e6},
+                        {"rtt_samples", c.rtt_samples}};
   j["queues"] = {{"outbound", queue_json(s.queue_out)}, {"inbound", queue_json(s.queue_in)}};
   j["channel"] = {{"interface", s.channel_interface}, {"addressing", s.addressing}};
   return j;
@@ -124,6 +127,11 @@ std::string metrics_text(const nlohmann::json& s) {
           {"{event=\"failed_back\"}", w["failed_back"]},
           {"{event=\"pinned_by_cache\"}", w["pinned_by_cache"]},
           {"{event=\"quiet_at_bound\"}", w["quiet_at_bound"]}});
+  metric("quicstep_native_switch_waits_total", "counter",
+         "Moved flows whose first native packets waited for the Finished",
+         {{"", s["native_switch"]["switch_waits"]}});
+  metric("quicstep_native_switch_wait_seconds_total", "counter", "The sum of those waits",
+         {{"", s["native_switch"]["wait_ms_total"].get<double>() / 1000.0}});
   const auto& q = s["queues"];
   metric("quicstep_queue_packets_total", "counter", "Packets queued to the daemon",
          {{"{queue=\"outbound\"}", q["outbound"]["packets"]},

@@ -39,8 +39,9 @@ QSD_MODES = {
     # they do not overtake the client's Finished (client/README.md, "Throughput").
     "quicstepd-hold3": ("stateless", "[hold]\npackets = 3\n"),
     "quicstepd-hold5ms": ("stateless", "[hold]\ntime_ms = 5\n"),
-    "quicstepd-delay2ms": ("stateless", "[native_switch]\ndelay_ms = 2\n"),
-    "quicstepd-delay5ms": ("stateless", "[native_switch]\ndelay_ms = 5\n"),
+    # The native switch off: a moved flow's first native packets leave at once (and may
+    # overtake the Finished on the channel).
+    "quicstepd-noswitch": ("stateless", "[native_switch]\nenabled = false\n"),
     # GSO super-packets of native flows decided in the kernel (the line lands in [daemon]:
     # write_config appends extra right after that table's lines).
     "quicstepd-gso-kernel": ("stateless", "native_gso = \"kernel\"\n"),
@@ -216,7 +217,8 @@ class Bench:
         p.stderr.close()
         subprocess.run(["rm", "-rf", out_dir])
         if p.returncode != 0:
-            raise RuntimeError(f"{direction} failed: {err[-500:]}")
+            raise RuntimeError(f"{direction} of {size} MB failed (gtlsclient exit "
+                               f"{p.returncode}): {err[-500:]}")
         return took, usage.ru_utime + usage.ru_stime, usage.ru_stime
 
     def run(self):
@@ -236,7 +238,10 @@ class Bench:
                     for d in ("download", "upload"):
                         for z in sizes:
                             c0 = cpu_seconds(self.daemon.pid) if self.daemon else 0
-                            took, cpu_s, sys_s = self.transfer(d, z)
+                            try:
+                                took, cpu_s, sys_s = self.transfer(d, z)
+                            except RuntimeError as e:
+                                raise RuntimeError(f"mode {m}, round {r}: {e}") from None
                             seconds[d][z][m].append(took)
                             if z == sizes[-1]:
                                 client_cpu[d][m].append(cpu_s / (z / 1000))
@@ -264,7 +269,7 @@ def main():
     ap.add_argument("--modes", default="native,paper,quicstepd-stateless",
                     help="comma-separated; quicstepd is addressing = nat; also "
                          "quicstepd-permissive (no NAT: no conntrack), quicstepd-stateless (the "
-                         "default config: nft rewrite, no conntrack), quicstepd-hold3 (stateless "
+                         "default config: nft rewrite, no conntrack), quicstepd-noswitch (stateless, native switch off), quicstepd-hold3 (stateless "
                          "+ a 3-packet hold), quicstepd-hold5ms, quicstepd-gso-kernel (stateless + native_gso = "
                          "kernel), quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
                          "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "

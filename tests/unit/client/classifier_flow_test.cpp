@@ -52,14 +52,16 @@ TEST(ClassifierFlow, MovesNativeAndConfirms) {
   h.handshake(5000, 0ms, 40ms);
   EXPECT_EQ(h.c.find_flow(key4(5000))->rtt, 40ms);
   EXPECT_EQ(h.out(5000, handshake_v1(), 50ms).path, Path::channel);
-  EXPECT_EQ(h.out(5000, short_header(), 60ms), (Decision{Path::native, Reason::quic_short_native}));
+  // Native, not before the native switch's end: 50% of the RTT after the Finished.
+  EXPECT_EQ(h.out(5000, short_header(), 60ms),
+            (Decision{Path::native, Reason::quic_short_native, at(70ms)}));
   EXPECT_TRUE(h.c.needs_inbound_watch(key4(5000)));
   auto ev = drain(h.c);
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].kind, FlowEvent::Kind::moved_native);
   EXPECT_EQ(ev[0].flow, key4(5000));
-  // Bound: max(200 ms, 3 x 40 ms) after the move.
-  EXPECT_EQ(h.c.next_expiry(), at(260ms));
+  // Bound: max(200 ms, 3 x 40 ms) after the switch's end.
+  EXPECT_EQ(h.c.next_expiry(), at(270ms));
   EXPECT_EQ(h.in(5000, short_header(), 100ms, Direction::inbound_native).reason,
             Reason::migration_confirmed);
   EXPECT_FALSE(h.c.needs_inbound_watch(key4(5000)));
@@ -419,48 +421,76 @@ TEST(ClassifierWatchdog, PenaltyEscalates) {
   EXPECT_EQ(h.out(5, short_header(), 31min + 1s).reason, Reason::quic_short_native);
 }
 
-// The native-switch delay: the moved flow's packets of the first `delay` are native but
-// not before its end; after it they carry a time in the past. The watchdog's bound starts
-// at the end of the delay. Other flows and other paths are not delayed.
-TEST(ClassifierNativeSwitch, DelaysTheFirstNativePacketsAndTheBound) {
-  Policy p;
-  p.native_switch.delay = 5ms;
-  Harness h(p);
+// The native switch: a moved flow's first native packets wait until rtt_percent of the
+// handshake RTT after the client's last long header (the Finished); packets sent after that
+// do not wait. The watchdog's bound starts when the wait ends.
+TEST(ClassifierNativeSwitch, WaitsHalfTheHandshakeRttAfterTheLastLongHeader) {
+  Harness h;  // defaults: enabled, 50%, 1 ms .. 100 ms
   h.handshake(5000, 0ms, 40ms);
   EXPECT_EQ(h.out(5000, handshake_v1(), 50ms), (Decision{Path::channel, Reason::quic_long_header}));
+  EXPECT_EQ(h.out(5000, short_header(), 51ms),
+            (Decision{Path::native, Reason::quic_short_native, at(70ms)}));
   EXPECT_EQ(h.out(5000, short_header(), 60ms),
-            (Decision{Path::native, Reason::quic_short_native, at(65ms)}));
-  EXPECT_EQ(h.out(5000, short_header(), 64ms),
-            (Decision{Path::native, Reason::quic_short_native, at(65ms)}));
-  EXPECT_EQ(h.out(5000, short_header(), 70ms).not_before, at(65ms));
-  // Bound: 5 ms + max(200 ms, 3 x 40 ms) after the move.
-  EXPECT_EQ(h.c.next_expiry(), at(265ms));
+            (Decision{Path::native, Reason::quic_short_native, at(70ms)}));
+  EXPECT_EQ(h.out(5000, short_header(), 75ms).not_before, at(70ms));  // past: no wait
+  EXPECT_EQ(h.c.counters().switch_waits, 1u);
+  EXPECT_EQ(h.c.counters().switch_wait_ns, std::uint64_t(19'000'000));
+  // Bound: from the end of the wait, max(200 ms, 3 x 40 ms).
+  EXPECT_EQ(h.c.next_expiry(), at(270ms));
   EXPECT_EQ(h.in(5000, short_header(), 80ms, Direction::inbound_native).reason,
             Reason::migration_confirmed);
   EXPECT_EQ(h.out(5000, short_header(), 81ms), (Decision{Path::native, Reason::quic_short_native}));
-  // A long header is never delayed (it is never native).
-  EXPECT_EQ(h.out(5001, initial_v1(), 90ms), (Decision{Path::channel, Reason::quic_long_header}));
 }
 
-TEST(ClassifierNativeSwitch, NoDelayWithoutTheWatchdog) {
-  Policy p;
-  p.native_switch.delay = 5ms;
-  p.watchdog.enabled = false;
-  Harness h(p);
-  h.handshake(5000, 0ms, 40ms);
-  EXPECT_EQ(h.out(5000, short_header(), 60ms), (Decision{Path::native, Reason::quic_short_native}));
-}
-
-TEST(ClassifierNativeSwitch, ReloadAppliesToTheNextMove) {
+TEST(ClassifierNativeSwitch, ADownloadsFirstAckComesAfterTheWaitAndDoesNotWait) {
   Harness h;
   h.handshake(5000, 0ms, 40ms);
-  EXPECT_EQ(h.out(5000, short_header(), 60ms).not_before, Timestamp{});
+  EXPECT_EQ(h.out(5000, handshake_v1(), 50ms).path, Path::channel);  // Finished + request
+  EXPECT_EQ(h.out(5000, short_header(), 90ms), (Decision{Path::native, Reason::quic_short_native}));
+  EXPECT_EQ(h.c.counters().switch_waits, 0u);
+  EXPECT_EQ(h.c.next_expiry(), at(290ms));
+}
+
+TEST(ClassifierNativeSwitch, BoundsAndUnknownRtt) {
   Policy p;
-  p.native_switch.delay = 3ms;
+  p.native_switch.min_delay = 2ms;
+  p.native_switch.max_delay = 30ms;
+  p.native_switch.unknown_rtt_delay = 4ms;
+  Harness h(p);
+  h.handshake(5000, 0ms, 2ms);  // 50% of 2 ms = 1 ms: raised to 2 ms
+  EXPECT_EQ(h.out(5000, handshake_v1(), 3ms).path, Path::channel);
+  EXPECT_EQ(h.out(5000, short_header(), 3ms).not_before, at(5ms));
+  h.handshake(5001, 10ms, 400ms);  // 200 ms: capped at 30 ms
+  EXPECT_EQ(h.out(5001, handshake_v1(), 411ms).path, Path::channel);
+  EXPECT_EQ(h.out(5001, short_header(), 412ms).not_before, at(441ms));
+  // No handshake seen (a flow older than the daemon): unknown_rtt_delay after the move.
+  EXPECT_EQ(h.out(5002, short_header(), 500ms).not_before, at(504ms));
+  // A sample with no outbound long header seen is not used either.
+  p.native_switch.unknown_rtt_delay = Duration::zero();
   ASSERT_TRUE(h.c.update_policy(p));
-  EXPECT_EQ(h.out(5000, short_header(), 61ms).not_before, Timestamp{});
-  h.handshake(5001, 70ms, 40ms);
-  EXPECT_EQ(h.out(5001, short_header(), 120ms).not_before, at(123ms));
+  EXPECT_EQ(h.out(5003, short_header(), 600ms).not_before, Timestamp{});
+}
+
+TEST(ClassifierNativeSwitch, OffOrWithoutTheWatchdogNothingWaits) {
+  for (int variant = 0; variant < 2; ++variant) {
+    Policy p;
+    if (variant == 0) p.native_switch.enabled = false;
+    if (variant == 1) p.watchdog.enabled = false;
+    Harness h(p);
+    h.handshake(5000, 0ms, 40ms);
+    EXPECT_EQ(h.out(5000, short_header(), 41ms),
+              (Decision{Path::native, Reason::quic_short_native}));
+  }
+}
+
+TEST(ClassifierNativeSwitch, ALateLongHeaderOnTheChannelIsNoStalePathEvidence) {
+  Harness h;
+  h.handshake(5000, 0ms, 40ms);
+  EXPECT_EQ(h.out(5000, short_header(), 100ms).path, Path::native);  // bound at 300 ms
+  EXPECT_EQ(h.in(5000, handshake_v1(), 350ms, Direction::inbound_channel).reason, Reason::inbound);
+  EXPECT_EQ(h.c.find_flow(key4(5000))->state, FlowState::native_pending);
+  EXPECT_EQ(h.in(5000, short_header(), 360ms, Direction::inbound_channel).reason, Reason::inbound);
+  EXPECT_EQ(h.c.find_flow(key4(5000))->state, FlowState::failed);
 }
 
 }  // namespace

@@ -77,6 +77,30 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(has(t, "chain decide_out {\n    counter name \"decide_out\"\n    meta mark set meta mark & 0xffffff00 | 0x53"));
 }
 
+TEST(NftRules, ObservedHandshakesAreQueuedAndStillGoToTheChannel) {
+  RulesetSpec s;
+  s.nat = s.stateless = true;
+  s.tunnel_v4 = "10.0.0.2";
+  s.observe_handshakes = true;
+  const std::string t = ruleset_text(s);
+  // Outbound long headers: queued with the DECIDE_OUT mark (routed to the channel; the
+  // daemon's verdict is the channel, and so is queue bypass), before any native-set match.
+  const std::string quic = chain(t, "quic_out");
+  EXPECT_LT(quic.find("@th,64,1 1 goto decide_out"), quic.find("@native4"));
+  EXPECT_FALSE(has(quic, "@th,64,1 1 goto to_channel"));
+  // Inbound: the server's long headers arriving on the channel are queued (observed), the
+  // rest of the channel returns as before.
+  const std::string in = chain(t, "in_watch");
+  EXPECT_LT(in.find("iifname \"qs-wg0\" udp sport 443 @th,64,1 1 goto observe_in"),
+            in.find("iifname \"qs-wg0\" return"));
+  EXPECT_TRUE(has(chain(t, "observe_in"), "meta mark set meta mark & 0xffffff00 | 0x54"));
+  // Off (the default): no queueing of long headers, no observe chain.
+  s.observe_handshakes = false;
+  const std::string off = ruleset_text(s);
+  EXPECT_TRUE(has(chain(off, "quic_out"), "@th,64,1 1 goto to_channel"));
+  EXPECT_FALSE(has(off, "observe_in"));
+}
+
 TEST(NftRules, PolicyTogglesAndPorts) {
   RulesetSpec s;
   s.dns_to_channel = false;

@@ -62,10 +62,16 @@ TEST(PolicyConfig, ReadsStatelessAddressing) {
   EXPECT_FALSE(parse_config("", "q.toml").config.daemon.native_gso_in_kernel);
 }
 
-TEST(PolicyConfig, NativeSwitchDelayIsBoundedAndOffByDefault) {
-  EXPECT_EQ(parse_config("", "q.toml").config.policy.native_switch.delay, Duration::zero());
-  EXPECT_FALSE(parse_config("[native_switch]\ndelay_ms = 1001\n", "q.toml").ok());
-  EXPECT_FALSE(parse_config("[native_switch]\ndelay_ms = -1\n", "q.toml").ok());
+TEST(PolicyConfig, NativeSwitchIsOnByDefaultAndBounded) {
+  const NativeSwitchPolicy n = parse_config("", "q.toml").config.policy.native_switch;
+  EXPECT_TRUE(n.enabled);
+  EXPECT_EQ(n.rtt_percent, 50u);
+  EXPECT_EQ(n.min_delay, 1ms);
+  EXPECT_EQ(n.max_delay, 100ms);
+  EXPECT_EQ(n.unknown_rtt_delay, Duration::zero());
+  EXPECT_FALSE(parse_config("[native_switch]\nmax_delay_ms = 1001\n", "q.toml").ok());
+  EXPECT_FALSE(parse_config("[native_switch]\nmin_delay_ms = -1\n", "q.toml").ok());
+  EXPECT_FALSE(parse_config("[native_switch]\nrtt_percent = 401\n", "q.toml").ok());
   EXPECT_FALSE(parse_config("[native_switch]\ndelay = 5\n", "q.toml").ok());
 }
 
@@ -78,7 +84,8 @@ other_udp = "channel"
 packets = 4
 time_ms = 250
 [native_switch]
-delay_ms = 7
+rtt_percent = 75
+unknown_rtt_delay_ms = 7
 [watchdog]
 min_timeout_ms = 100
 min_unanswered_packets = 5
@@ -97,7 +104,8 @@ native_prefixes = ["192.168.0.0/16", "fd00:0::/8", "10.1.2.3/32"]
   EXPECT_EQ(p.other_udp, Route::channel);
   EXPECT_EQ(p.hold.packets, 4u);
   EXPECT_EQ(p.hold.time, 250ms);
-  EXPECT_EQ(p.native_switch.delay, 7ms);
+  EXPECT_EQ(p.native_switch.rtt_percent, 75u);
+  EXPECT_EQ(p.native_switch.unknown_rtt_delay, 7ms);
   EXPECT_EQ(p.watchdog.min_timeout, 100ms);
   EXPECT_EQ(p.watchdog.min_unanswered_packets, 5u);
   EXPECT_EQ(p.destinations.first_penalty, 60s);
