@@ -138,10 +138,15 @@ void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   // names to the ISP, so DNS keeps the channel even there).
   for (const auto& [family, list] : {std::pair{"ip", &s.native_v4}, {"ip6", &s.native_v6}}) {
     if (list->empty()) continue;
+    // Positive matches, one port per rule: nft 1.0.6 merges adjacent compares of
+    // neighbouring fields, and turned "udp dport != 53 udp sport != 53" into one 32-bit
+    // "sport . dport != 53 . 53" (true unless BOTH are 53): DNS to the prefixes went native
+    // (found by the lab test quicstepd_lab test_9_native_prefixes).
     const std::string to = std::string("    ") + family + " daddr " + addr_set(*list);
-    o << to << " udp dport != 53 udp sport != 53 return\n"
-      << to << " tcp dport != 53 tcp sport != 53 return\n"
-      << to << " meta l4proto != { tcp, udp } return\n";
+    for (const char* dns : {" udp dport 53", " udp sport 53", " tcp dport 53", " tcp sport 53"}) {
+      o << to << dns << " goto to_channel\n";
+    }
+    o << to << " return\n";
   }
   // QUIC first: the bulk path evaluates as few rules as possible. A datagram to a QUIC port
   // from port 53 is not a loophole: it can only reach the native path through the native
