@@ -552,6 +552,47 @@ class QuicstepdLab(unittest.TestCase):
         self.assertGreaterEqual(share, 0.95)
         self.assertLessEqual(abs(reported - at_provider), 0.02 * at_provider)
 
+    def test_11_native_switch_waits_for_the_finished(self):
+        """An upload's first native short header leaves at least min_delay (1 ms) after the
+        flow's last long header (the Finished) left on the channel, not right behind it."""
+        c = self.lab["client"]
+        nat_if, ch_if = c["native"]["interface"], c["channel"]["interface"]
+        native = os.path.join(self.work, "switch-native.pcap")
+        channel = os.path.join(self.work, "switch-channel.pcap")
+        cn = h.start_capture(self.procs, self.client_ns, nat_if, native)
+        cc = h.start_capture(self.procs, self.client_ns, ch_if, channel)
+        d = self.start_daemon()
+        data = os.path.join(self.work, "up.bin")
+        with open(data, "wb") as f:
+            f.write(os.urandom(2_000_000))
+        res = lab_helpers.in_host(self.lab, "client", "timeout", "-k", "5", "60", "gtlsclient",
+                                  "--quiet", "--exit-on-all-streams-close", "--timeout=15s",
+                                  f"--data={data}", self.srv_v4, "443",
+                                  "https://open.test/upload", check=False, timeout=90)
+        self.assertEqual(res.returncode, 0, res.stderr[-2000:])
+        st = self.status()
+        self.stop_captures(cn, cc)
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        self.assert_complete(native, channel)
+        npk, cpk = h.inspect(native), h.inspect(channel)
+        self.assert_no_leak(npk)
+        to_srv = lambda p: p.get("dst") == self.srv_v4 and p.get("dport") == 443  # noqa: E731
+        first_native = next(p for p in npk if to_srv(p) and p.get("quic"))
+        port = first_native["sport"]
+        longs = [p for p in cpk if to_srv(p) and p.get("sport") == port and
+                 any(q.get("form") == "long" for q in p.get("quic", []))]
+        before = [p for p in longs if p["time"] <= first_native["time"]]
+        self.assertTrue(before, "no long header of the flow on the channel before its first "
+                                "native packet")
+        gap_ms = (first_native["time"] - before[-1]["time"]) * 1000
+        sw = st["native_switch"]
+        print(f"\n[switch] first native short header {gap_ms:.2f} ms after the flow's last long "
+              f"header on the channel; {sw}; queue {st['queues']['outbound']}")
+        self.assertGreaterEqual(sw["rtt_samples"], 1)
+        self.assertGreaterEqual(sw["switch_waits"], 1)
+        self.assertGreaterEqual(st["queues"]["outbound"]["deferred"], 1)
+        self.assertGreaterEqual(gap_ms, 0.5)
+
 
 if __name__ == "__main__":
     unittest.main()
