@@ -42,6 +42,7 @@ QSD_MODES = {
     # The native switch off: a moved flow's first native packets leave at once (and may
     # overtake the Finished on the channel).
     "quicstepd-noswitch": ("stateless", "[native_switch]\nenabled = false\n"),
+    "quicstepd-switch100": ("stateless", "[native_switch]\nrtt_percent = 100\n"),
     # GSO super-packets of native flows decided in the kernel (the line lands in [daemon]:
     # write_config appends extra right after that table's lines).
     "quicstepd-gso-kernel": ("stateless", "native_gso = \"kernel\"\n"),
@@ -269,7 +270,8 @@ def main():
     ap.add_argument("--modes", default="native,paper,quicstepd-stateless",
                     help="comma-separated; quicstepd is addressing = nat; also "
                          "quicstepd-permissive (no NAT: no conntrack), quicstepd-stateless (the "
-                         "default config: nft rewrite, no conntrack), quicstepd-noswitch (stateless, native switch off), quicstepd-hold3 (stateless "
+                         "default config: nft rewrite, no conntrack), quicstepd-noswitch (native switch "
+                         "off), quicstepd-switch100 (it waits a whole RTT), quicstepd-hold3 (stateless "
                          "+ a 3-packet hold), quicstepd-hold5ms, quicstepd-gso-kernel (stateless + native_gso = "
                          "kernel), quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
                          "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "
