@@ -133,7 +133,7 @@ class Censord {
         return 1;
       }
       if (fds[1].revents & POLLIN) break;
-      if (fds[0].revents & POLLIN) queue_.drain(decide);
+      if (fds[0].revents & POLLIN) queue_.drain(decide, mono_now());
       flush_decisions();
       if (mono_now() >= next_tick) {
         core_.on_expiry(mono_now());
