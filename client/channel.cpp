@@ -51,6 +51,17 @@ std::string Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
     return "channel interface " + interface_ + " does not exist (set daemon.wg_config to "
            "bring it up)";
   }
+  if (auto why = read_facts(spec); !why.empty()) return why;
+  rp_filter_saved_ = trim(read_file(rp_filter_path(interface_)));
+  if (rp_filter_saved_ == "1") std::ofstream(rp_filter_path(interface_)) << "2\n";
+  return {};
+}
+
+std::string Channel::read_facts(RulesetSpec* spec) const {
+  spec->exempt_v4.clear();
+  spec->exempt_v6.clear();
+  spec->tunnel_v4.clear();
+  spec->tunnel_v6.clear();
   auto eps = run_process({"wg", "show", interface_, "endpoints"});
   std::istringstream lines(eps.output);
   for (std::string line; std::getline(lines, line);) {
@@ -87,8 +98,16 @@ std::string Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
     return "stateless addressing: the channel interface " + interface_ +
            " has no global address";
   }
-  rp_filter_saved_ = trim(read_file(rp_filter_path(interface_)));
-  if (rp_filter_saved_ == "1") std::ofstream(rp_filter_path(interface_)) << "2\n";
+  return {};
+}
+
+std::string Channel::reattach(RulesetSpec* spec) {
+  if (auto why = read_facts(spec); !why.empty()) return why;
+  // A new device starts with the default rp_filter: loosen it again (the saved value of the
+  // first device is what detach() restores; this one goes away with its device).
+  if (trim(read_file(rp_filter_path(interface_))) == "1") {
+    std::ofstream(rp_filter_path(interface_)) << "2\n";
+  }
   return {};
 }
 

@@ -27,12 +27,18 @@ class Channel {
   // interface is missing, the config cannot be read or is refused by `wg`, wireguard-go
   // does not start.
   std::string attach(const DaemonSettings& settings, RulesetSpec* spec);
+  // The interface was re-created under the daemon (another tool brought it down and up):
+  // reads its endpoints and tunnel addresses into spec again (replacing the old ones) and
+  // loosens its rp_filter. Errors as attach's.
+  std::string reattach(RulesetSpec* spec);
   void detach();
 
   static void cleanup(const DaemonSettings& settings);
 
  private:
   std::string bring_up(const DaemonSettings& settings);
+  // The peers' endpoints (exempt lists) and the tunnel addresses of the interface.
+  std::string read_facts(RulesetSpec* spec) const;
 
   std::string interface_;
   bool created_ = false;

@@ -210,14 +210,15 @@ void Classifier::inbound(const PacketFacts& p, Direction dir, Timestamp now, Dec
     ++counters_.rtt_samples;
   }
   if (e.state != FlowState::native_pending) return;
+  // Only short headers judge a migration: a late long header is a handshake retransmission.
+  const bool is_short = !p.payload.empty() && !common::is_long_header(p.payload[0]);
   if (dir == Direction::inbound_channel) {
     // An answer to the old address after the bound (packets in flight before the server
     // saw the new path arrive within about one RTT): a server that keeps the stale path.
-    // Only short headers: a late long header is a handshake retransmission.
-    const bool is_short = !p.payload.empty() && !common::is_long_header(p.payload[0]);
     if (is_short && now >= e.deadline) fail(h, key, now);
     return;
   }
+  if (!is_short) return;
   if (now >= e.deadline && has_evidence(e)) {
     fail(h, key, now);  // too late: the bound is the bound, whenever the timer fires
     return;

@@ -90,6 +90,7 @@ struct Daemon::Impl {
   asio::signal_set stop_signals{io, SIGTERM, SIGINT};
   asio::signal_set hup{io, SIGHUP};
   asio::steady_timer expiry{io};
+  asio::steady_timer channel_watch{io};
   std::unique_ptr<Classifier> classifier;
   // Destroyed in reverse order: queue rules and table first, then routing, then channel.
   Channel channel;
@@ -105,6 +106,7 @@ struct Daemon::Impl {
   std::vector<SetElementOp> element_ops;
   NftSetWriter set_writer;
   std::uint64_t set_updates = 0, set_update_failures = 0, reloads = 0;
+  std::uint64_t channel_recreated = 0;  // the channel device came back with a new index
   // Kernel counters of tables replaced by reloads (a new table starts at zero).
   std::map<std::string, KernelCounter> kernel_base;
   // Stateless addressing has no after-queue chain to count the daemon's native verdicts:
@@ -113,7 +115,6 @@ struct Daemon::Impl {
   // The channel device's index: inbound packets queued from it are the server's handshake
   // (observe_handshakes), the others answers on the native path.
   unsigned channel_ifindex = 0;
-  common::Timestamp ifindex_checked;
   common::Timestamp started = steady_now();
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
@@ -126,6 +127,9 @@ struct Daemon::Impl {
   Direction inbound_direction(const QueuedPacket& p);
   void after_burst();
   void arm_expiry();
+  void watch_channel();
+  void channel_changed(unsigned index);
+  void keep_kernel_counters();
   void reload();
   nlohmann::json status();
   std::string control_request(const std::string& request);
@@ -152,6 +156,7 @@ std::string Daemon::Impl::start() {
   arm_queue(queue_out, *out_fd, true);
   arm_queue(queue_in, *in_fd, false);
   arm_expiry();
+  watch_channel();
   stop_signals.async_wait([this](const boost::system::error_code&, int sig) {
     spdlog::info("signal {}: stopping", sig);
     sd_notify(0, "STOPPING=1");
@@ -212,15 +217,10 @@ void Daemon::Impl::arm_queue(NfqueueFrontend& q, asio::posix::stream_descriptor&
 }
 
 Direction Daemon::Impl::inbound_direction(const QueuedPacket& p) {
-  if (p.indev == channel_ifindex) return Direction::inbound_channel;
-  // The channel device may have been recreated (a new index): look again, once a second.
-  const common::Timestamp now = steady_now();
-  if (now - ifindex_checked > std::chrono::seconds(1)) {
-    ifindex_checked = now;
-    channel_ifindex = if_nametoindex(config.daemon.channel_interface.c_str());
-    if (p.indev == channel_ifindex) return Direction::inbound_channel;
-  }
-  return Direction::inbound_native;
+  // A device re-created under the daemon has a new index until watch_channel() notices
+  // (2 s): its long headers count as native meanwhile, which only gives an RTT sample (a
+  // long header never confirms a migration, classifier.cpp).
+  return p.indev == channel_ifindex ? Direction::inbound_channel : Direction::inbound_native;
 }
 
 PacketVerdict Daemon::Impl::decide_out(const QueuedPacket& p) {
@@ -309,6 +309,58 @@ void Daemon::Impl::arm_expiry() {
   });
 }
 
+// The counters of the table about to be replaced (a new table starts at zero).
+void Daemon::Impl::keep_kernel_counters() {
+  for (const auto& [name, k] : read_kernel_counters(spec.table)) {
+    kernel_base[name].packets += k.packets;
+    kernel_base[name].bytes += k.bytes;
+  }
+}
+
+// The netdev chains (stateless addressing) are bound to the channel device and vanish with
+// it. If another tool re-creates the device under the daemon, channel packets would leave
+// with the native source address and the provider would drop them (traffic stops; nothing
+// leaks: the ip rules still send them only to the channel). Checked every 2 s: a new
+// device gets the ruleset again, with its endpoints and tunnel addresses read anew.
+void Daemon::Impl::watch_channel() {
+  channel_watch.expires_after(std::chrono::seconds(2));
+  channel_watch.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    const unsigned index = if_nametoindex(config.daemon.channel_interface.c_str());
+    if (index != channel_ifindex) channel_changed(index);
+    watch_channel();
+  });
+}
+
+void Daemon::Impl::channel_changed(unsigned index) {
+  if (index == 0) {
+    if (channel_ifindex != 0) {
+      spdlog::warn("channel interface {} is gone: channel packets have no route (fail "
+                   "closed) until it returns", config.daemon.channel_interface);
+    }
+    channel_ifindex = 0;
+    return;
+  }
+  RulesetSpec new_spec = spec;
+  if (auto why = channel.reattach(&new_spec); !why.empty()) {
+    spdlog::error("channel interface {} re-created, but: {}; retrying",
+                  config.daemon.channel_interface, why);
+    return;  // channel_ifindex unchanged: the next check tries again
+  }
+  keep_kernel_counters();
+  if (auto why = rules.install(new_spec); !why.empty()) {
+    spdlog::error("channel interface {} re-created, but the rules failed: {}; retrying",
+                  config.daemon.channel_interface, why);
+    return;
+  }
+  spec = new_spec;
+  recent_native.clear();
+  channel_ifindex = index;
+  ++channel_recreated;
+  spdlog::warn("channel interface {} re-created (index {}): rules installed again",
+               config.daemon.channel_interface, index);
+}
+
 void Daemon::Impl::reload() {
   ++reloads;
   hup.async_wait([this](const boost::system::error_code& ec, int) {
@@ -346,10 +398,7 @@ void Daemon::Impl::reload() {
   // (the daemon re-adds them) and pinned or watched flows are queued until they end.
   const bool new_rules = ruleset_text(new_spec) != ruleset_text(spec);
   if (new_rules) {
-    for (const auto& [name, k] : read_kernel_counters(spec.table)) {
-      kernel_base[name].packets += k.packets;
-      kernel_base[name].bytes += k.bytes;
-    }
+    keep_kernel_counters();
     if (auto why = rules.install(new_spec); !why.empty()) {
       spdlog::error("reload: {}; keeping the old rules", why);
       rules.install(spec);
@@ -390,6 +439,7 @@ nlohmann::json Daemon::Impl::status() {
   s.set_updates = set_updates;
   s.set_update_failures = set_update_failures;
   s.reloads = reloads;
+  s.channel_recreated = channel_recreated;
   return status_json(s);
 }
 

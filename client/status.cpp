@@ -59,6 +59,7 @@ nlohmann::json status_json(const StatusSnapshot& s) {
                  {"set_updates", s.set_updates},
                  {"set_update_failures", s.set_update_failures},
                  {"reloads", s.reloads},
+                 {"channel_recreated", s.channel_recreated},
                  {"uptime_s", s.uptime_s}};
   j["flows"] = {{"tracked", s.classifier->flow_count()},
                 {"created", c.flows_created},

@@ -118,6 +118,20 @@ class QuicstepdLab(unittest.TestCase):
         for path in pcaps:
             self.assertEqual(h.capture_drops(path), 0, f"{path}: tcpdump dropped packets")
 
+    def read_captures(self, native, channel):
+        """Both captures, complete, decoded; the native one checked for leaks."""
+        self.assert_complete(native, channel)
+        npk, cpk = h.inspect(native), h.inspect(channel)
+        self.assert_no_leak(npk)
+        return npk, cpk
+
+    @staticmethod
+    def native_share(npk, cpk, *servers):
+        """QUIC bytes of the connections to `servers` on each capture, and the native share."""
+        nat_b = sum(h.quic_bytes(npk, s) for s in servers)
+        ch_b = sum(h.quic_bytes(cpk, s) for s in servers)
+        return nat_b, ch_b, nat_b / max(1, nat_b + ch_b)
+
     def assert_no_leak(self, native_pkts):
         bad = h.leaks(native_pkts, self.client_native | self.tunnel_addrs)
         self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the native link")
@@ -150,11 +164,8 @@ class QuicstepdLab(unittest.TestCase):
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         self.assertEqual(h.kernel_state(self.client_ns),
                          {"nft": False, "iptables": False, "rules": False})
-        self.assert_complete(native, channel)
-        npk, cpk = h.inspect(native), h.inspect(channel)
-        self.assert_no_leak(npk)
-        nat_b, ch_b = h.quic_bytes(npk, self.srv_v4), h.quic_bytes(cpk, self.srv_v4)
-        share = nat_b / max(1, nat_b + ch_b)
+        npk, cpk = self.read_captures(native, channel)
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
         # The handshake went through the channel: the client's Initial, seen at the provider.
         initials = [p for p in cpk if p.get("dst") == self.srv_v4 and any(
             q.get("type") == "initial" for q in p.get("quic", []))]
@@ -235,11 +246,8 @@ class QuicstepdLab(unittest.TestCase):
                                 before["paths"]["native"]["bytes"])
         self.stop_captures(cn, cp)
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
-        self.assert_complete(native, channel)
-        npk, cpk = h.inspect(native), h.inspect(channel)
-        self.assert_no_leak(npk)
-        nat_b, ch_b = h.quic_bytes(npk, self.srv_v6), h.quic_bytes(cpk, self.srv_v6)
-        share = nat_b / max(1, nat_b + ch_b)
+        npk, cpk = self.read_captures(native, channel)
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v6)
         print(f"\n[v6] {took:.2f}s, native share {share:.4f} ({nat_b} / {ch_b})")
         self.assertGreaterEqual(share, 0.95)
 
@@ -343,9 +351,7 @@ class QuicstepdLab(unittest.TestCase):
         self.start_daemon(config)
         took = self.fetch(self.srv_v4, "permissive")
         self.stop_captures(cn, cp)
-        self.assert_complete(native, channel)
-        npk, cpk = h.inspect(native), h.inspect(channel)
-        self.assert_no_leak(npk)
+        npk, cpk = self.read_captures(native, channel)
         initials = [p for p in cpk if p.get("dst") == self.srv_v4 and any(
             q.get("type") == "initial" for q in p.get("quic", []))]
         self.assertTrue(initials and all(p["src"] in self.client_native for p in initials),
@@ -379,13 +385,9 @@ class QuicstepdLab(unittest.TestCase):
         st = self.status()
         self.stop_captures(cn, cp)
         self.assertIn("QUICstep big page", res.stdout[-2000:], res.stderr[-2000:])
-        self.assert_complete(native, channel)
-        npk, cpk = h.inspect(native), h.inspect(channel)
-        self.assert_no_leak(npk)
+        npk, cpk = self.read_captures(native, channel)
         # Chromium prefers IPv6 when the name has an AAAA record: count both.
-        nat_b = h.quic_bytes(npk, self.srv_v4) + h.quic_bytes(npk, self.srv_v6)
-        ch_b = h.quic_bytes(cpk, self.srv_v4) + h.quic_bytes(cpk, self.srv_v6)
-        share = nat_b / max(1, nat_b + ch_b)
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4, self.srv_v6)
         self.assertTrue(any(p.get("dns") for p in cpk), "Chromium's DNS lookup avoided the channel")
         print(f"\n[chromium] {took:.2f}s, native share {share:.4f} ({nat_b} / {ch_b}); "
               f"watchdog {st['watchdog']}")
@@ -534,11 +536,8 @@ class QuicstepdLab(unittest.TestCase):
         # a status read and the capture's end is at the provider but not in the status.)
         st = self.status()
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
-        self.assert_complete(native, channel)
-        npk, cpk = h.inspect(native), h.inspect(channel)
-        self.assert_no_leak(npk)
-        nat_b, ch_b = h.quic_bytes(npk, self.srv_v4), h.quic_bytes(cpk, self.srv_v4)
-        share = nat_b / max(1, nat_b + ch_b)
+        npk, cpk = self.read_captures(native, channel)
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
         reported = st["paths"]["channel"]["bytes"]
         at_provider = sum(p["ip_len"] for p in cpk if p.get("src") in self.tunnel_addrs)
         native_in = sum(1 for p in npk if p.get("src") == self.srv_v4 and p.get("sport") == 443)
@@ -573,9 +572,7 @@ class QuicstepdLab(unittest.TestCase):
         st = self.status()
         self.stop_captures(cn, cc)
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
-        self.assert_complete(native, channel)
-        npk, cpk = h.inspect(native), h.inspect(channel)
-        self.assert_no_leak(npk)
+        npk, cpk = self.read_captures(native, channel)
         to_srv = lambda p: p.get("dst") == self.srv_v4 and p.get("dport") == 443  # noqa: E731
         first_native = next(p for p in npk if to_srv(p) and p.get("quic"))
         port = first_native["sport"]
@@ -592,6 +589,69 @@ class QuicstepdLab(unittest.TestCase):
         self.assertGreaterEqual(sw["switch_waits"], 1)
         self.assertGreaterEqual(st["queues"]["outbound"]["deferred"], 1)
         self.assertGreaterEqual(gap_ms, 0.5)
+
+    def test_z_channel_device_recreated(self):
+        """Another tool deletes and re-creates the WireGuard device under the running daemon,
+        with a new tunnel address (the provider now accepts only that one): the daemon
+        notices within seconds, reads the new address and installs its rules again; a new
+        connection's handshake reaches the provider from the new address, its data goes
+        native, nothing leaks. (On this kernel the netdev chains re-bind to a new device of
+        the same name by themselves; the stale tunnel address is what would stop traffic.)
+        Runs last: it replaces the lab's channel device for the rest of the class."""
+        def run(*cmd, check=True):
+            return lab_helpers.in_host(self.lab, "client", *cmd, check=check)
+
+        ifc = self.channel_if
+        d = self.start_daemon()
+        self.fetch(self.srv_v4, "before-recreate")
+        conf = run("wg", "showconf", ifc).stdout
+        routes = [(fam, line.split()) for fam in ("-4", "-6") for line in run(
+            "ip", fam, "route", "show", "table", "all", "dev", ifc).stdout.splitlines()
+            if line.startswith("default")]
+        self.assertTrue(routes, "the lab's channel table has no default route")
+        before = self.status()["daemon"].get("channel_recreated", 0)
+        run("ip", "link", "del", ifc)
+        time.sleep(0.5)
+        # The replacement lives until the class ends (later tests, the lab's teardown).
+        self.procs.start(self.client_ns, ["wireguard-go", "-f", ifc],
+                         os.path.join(self.work, "wireguard-go-again.log"))
+        deadline = time.time() + 10
+        while run("ip", "link", "show", ifc, check=False).returncode != 0:
+            self.assertLess(time.time(), deadline, "wireguard-go did not create the device")
+            time.sleep(0.1)
+        conf_path = os.path.join(self.work, "channel-again.conf")
+        with open(conf_path, "w") as f:
+            f.write(conf)
+        run("wg", "setconf", ifc, conf_path)
+        run("sysctl", "-qw", f"net.ipv6.conf.{ifc}.router_solicitations=0")
+        # A new tunnel address in the channel's subnets; the provider accepts only it now.
+        new_v4 = self.lab["client"]["channel"]["v4"].rsplit(".", 1)[0] + ".3"
+        new_v6 = self.lab["client"]["channel"]["v6"].rsplit(":", 1)[0] + ":3"
+        prov = lambda *cmd: lab_helpers.in_host(self.lab, "provider", *cmd)  # noqa: E731
+        peer = prov("wg", "show", self.prov_if, "peers").stdout.split()[0]
+        prov("wg", "set", self.prov_if, "peer", peer, "allowed-ips", f"{new_v4}/32,{new_v6}/128")
+        run("ip", "addr", "add", f"{new_v4}/32", "dev", ifc)
+        run("ip", "-6", "addr", "add", f"{new_v6}/128", "dev", ifc, "nodad")
+        run("ip", "link", "set", ifc, "up")
+        for fam, words in routes:
+            run("ip", fam, "route", "replace", *words, "dev", ifc)
+        deadline = time.time() + 8
+        while self.status()["daemon"].get("channel_recreated", 0) <= before:
+            self.assertLess(time.time(), deadline, "the daemon did not notice the new device")
+            time.sleep(0.2)
+        cn, native, cp, channel = self.captures("recreated")
+        took = self.fetch(self.srv_v4, "after-recreate")
+        self.stop_captures(cn, cp)
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        npk, cpk = self.read_captures(native, channel)
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
+        initials = [p for p in cpk if p.get("dst") == self.srv_v4 and any(
+            q.get("type") == "initial" for q in p.get("quic", []))]
+        print(f"\n[channel re-created] fetch {took:.2f}s, native share {share:.4f}; "
+              f"{len(initials)} Initials at the provider")
+        self.assertTrue(initials and all(p["src"] == new_v4 for p in initials),
+                        "the handshake did not reach the provider from the new tunnel address")
+        self.assertGreaterEqual(share, 0.95)
 
 
 if __name__ == "__main__":

@@ -483,6 +483,18 @@ TEST(ClassifierNativeSwitch, OffOrWithoutTheWatchdogNothingWaits) {
   }
 }
 
+TEST(ClassifierNativeSwitch, ALongHeaderNeverConfirmsAMigration) {
+  Harness h;
+  h.handshake(5000, 0ms, 40ms);
+  EXPECT_EQ(h.out(5000, short_header(), 100ms).path, Path::native);
+  // Tagged native (a re-created channel device, before the daemon knows its index).
+  EXPECT_EQ(h.in(5000, handshake_v1(), 120ms, Direction::inbound_native).reason,
+            Reason::inbound);
+  EXPECT_EQ(h.c.find_flow(key4(5000))->state, FlowState::native_pending);
+  EXPECT_EQ(h.in(5000, short_header(), 130ms, Direction::inbound_native).reason,
+            Reason::migration_confirmed);
+}
+
 TEST(ClassifierNativeSwitch, ALateLongHeaderOnTheChannelIsNoStalePathEvidence) {
   Harness h;
   h.handshake(5000, 0ms, 40ms);
