@@ -13,6 +13,11 @@
 // unchanged" (the pre-set mark) as one NFQNL_MSG_VERDICT_BATCH, a changed mark (native) as
 // an individual verdict, never batched: a batch also releases packets whose queue message
 // was lost to ENOBUFS, and those must keep their channel mark.
+//
+// A verdict may have to wait (the native switch: PacketVerdict::not_before): the packet
+// stays in the kernel queue, its verdict in a VerdictDeferral, and no batch verdict reaches
+// it meanwhile; due ones are sent, in order, before any later verdict. ENOBUFS releases
+// waiting packets unchanged (the channel) with the lost ones.
 #pragma once
 
 #include <cstdint>
