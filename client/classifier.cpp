@@ -254,7 +254,7 @@ void Classifier::drop_flow(Handle h, Timestamp now) {
   flows_.erase(h);
 }
 
-Timestamp Classifier::switch_end(const FlowEntry& e, Timestamp now) const {
+Timestamp Classifier::native_switch_end(const FlowEntry& e, Timestamp now) const {
   const NativeSwitchPolicy& n = policy_.native_switch;
   // Without the watchdog a moved flow is confirmed at once and its later packets bypass the
   // queue (the kernel's native set): no wait could keep them in order.
@@ -287,7 +287,7 @@ void Classifier::move_native(Handle h, const FlowKey& key, Timestamp now) {
   FlowEntry& e = flows_.entry(h);
   e.moved_native = now;
   ++counters_.moved_native;
-  e.switch_end = switch_end(e, now);
+  e.switch_end = native_switch_end(e, now);
   if (e.switch_end != Timestamp{}) {
     ++counters_.switch_waits;
     counters_.switch_wait_ns += static_cast<std::uint64_t>((e.switch_end - now).count());

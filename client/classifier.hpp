@@ -207,7 +207,7 @@ class Classifier {
   Decision short_header(Handle h, const FlowKey& key, Timestamp now);
   Decision short_header_transition(Handle h, const FlowKey& key, Timestamp now);
   // When a flow moved at `now` may send natively (NativeSwitchPolicy); zero: at once.
-  Timestamp switch_end(const FlowEntry& e, Timestamp now) const;
+  Timestamp native_switch_end(const FlowEntry& e, Timestamp now) const;
   void inbound(const PacketFacts& p, Direction dir, Timestamp now, Decision* d);
   Handle find_or_create(const FlowKey& key, Timestamp now);
   void move_native(Handle h, const FlowKey& key, Timestamp now);

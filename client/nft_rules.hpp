@@ -7,7 +7,9 @@
 // Output path (locally generated packets), in hook order:
 //   -310 `out_decide` (type route: the kernel re-routes when the mark changes)
 //        lo, the channel's own endpoint: untouched. Fragments, DNS, TCP, QUIC long headers,
-//        UDP too short for a QUIC packet: mark CHANNEL. UDP short headers to QUIC ports:
+//        UDP too short for a QUIC packet: mark CHANNEL (with observe_handshakes, long headers
+//        get DECIDE_OUT instead: queued to be timed, always left on the channel). UDP short
+//        headers to QUIC ports:
 //        a flow in @native4/6 keeps its mark (no re-route on the bulk path: the daemon
 //        decided it native) and, unless track_native, gets `notrack` (no conntrack, no NAT
 //        hooks); about one packet in 8 refreshes the element's timeout. A

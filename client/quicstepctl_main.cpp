@@ -42,6 +42,7 @@ std::string human_bytes(double b) {
 }
 
 void print_human(const nlohmann::json& s) {
+  const nlohmann::json sw = s.value("native_switch", nlohmann::json::object());
   std::cout << "channel: " << s["channel"]["interface"].get<std::string>() << " ("
             << s["channel"]["addressing"].get<std::string>() << ")\n";
   for (const char* p : {"channel", "native"}) {
@@ -57,13 +58,13 @@ void print_human(const nlohmann::json& s) {
             << " failed back, " << s["watchdog"].value("quiet_at_bound", 0)
             << " quiet at the bound (not judged), " << s["watchdog"]["non_migrating_destinations"]
             << " non-migrating destinations\n"
-            << "native switch: " << s.value("native_switch", nlohmann::json::object()).value("switch_waits", 0)
-            << " flows waited for their Finished ("
-            << s.value("native_switch", nlohmann::json::object()).value("wait_ms_total", 0.0)
+            << "native switch: " << sw.value("switch_waits", 0)
+            << " flows waited for their Finished (" << sw.value("wait_ms_total", 0.0)
             << " ms in all)\n"
             << "queues: outbound " << s["queues"]["outbound"]["packets"] << " packets ("
             << s["queues"]["outbound"]["enobufs"] << " overruns, "
-            << s["queues"]["outbound"].value("deferred", 0) << " deferred by the switch delay), inbound "
+            << s["queues"]["outbound"].value("deferred", 0)
+            << " waited for the native switch), inbound "
             << s["queues"]["inbound"]["packets"] << "\n";
 }
 

@@ -5,7 +5,8 @@
 
 namespace quicstep::client {
 
-VerdictDeferral::VerdictDeferral(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 1)) {
+VerdictDeferral::VerdictDeferral(std::size_t capacity)
+    : capacity_(std::max<std::size_t>(capacity, 1)) {
   entries_.reserve(capacity_);
 }
 

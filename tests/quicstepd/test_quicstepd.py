@@ -570,6 +570,7 @@ class QuicstepdLab(unittest.TestCase):
                                   "https://open.test/upload", check=False, timeout=90)
         self.assertEqual(res.returncode, 0, res.stderr[-2000:])
         st = self.status()
+        human = h.ctl(self.client_ns, self.sock, "status").stdout
         self.stop_captures(cn, cc)
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         npk, cpk = self.read_captures(native, channel)
@@ -588,6 +589,8 @@ class QuicstepdLab(unittest.TestCase):
         self.assertGreaterEqual(sw["rtt_samples"], 1)
         self.assertGreaterEqual(sw["switch_waits"], 1)
         self.assertGreaterEqual(st["queues"]["outbound"]["deferred"], 1)
+        self.assertIn(f"native switch: {sw['switch_waits']} flows waited for their Finished",
+                      human)
         self.assertGreaterEqual(gap_ms, 0.5)
 
     def test_z_channel_device_recreated(self):
