@@ -8,16 +8,19 @@
 namespace quicstep::client {
 namespace {
 
-// Whether the raw table of this family has our chains (iptables-nft -S lists "-N QUICSTEP_OUT").
-bool iptables_has_chains(const char* tool) {
-  auto r = run_process({tool, "-t", "raw", "-S"});
-  return r.ok() && r.output.find("-N QUICSTEP_OUT") != std::string::npos;
-}
-
+// Removes this family's tagged NFQUEUE rules, and the user chains of earlier versions
+// (QUICSTEP_OUT/QUICSTEP_IN, listed as "-N QUICSTEP_OUT").
 std::string remove_iptables(const char* save_tool, const char* restore_tool) {
-  if (!iptables_has_chains(save_tool)) return {};
-  auto r = run_process({restore_tool, "--noflush"}, iptables_remove_text());
-  if (r.ok()) return {};
+  auto listing = run_process({save_tool, "-t", "raw", "-S"});
+  if (!listing.ok()) return {};  // no raw table: nothing of ours
+  std::string why;
+  if (std::string text = iptables_remove_text(listing.output); !text.empty()) {
+    auto r = run_process({restore_tool, "--noflush"}, text);
+    if (!r.ok()) why = describe({restore_tool, "--noflush"}, r);
+  }
+  if (listing.output.find("-N QUICSTEP_OUT") == std::string::npos) return why;
+  auto r = run_process({restore_tool, "--noflush"}, iptables_remove_legacy_text());
+  if (r.ok()) return why;
   // A partial leftover (hook present, chain absent, ...): remove piece by piece.
   for (auto args : std::vector<std::vector<std::string>>{
            {"-t", "raw", "-D", "OUTPUT", "-j", "QUICSTEP_OUT"},
@@ -27,7 +30,11 @@ std::string remove_iptables(const char* save_tool, const char* restore_tool) {
     args.insert(args.begin(), save_tool);
     run_process(args);
   }
-  return iptables_has_chains(save_tool) ? describe({restore_tool, "--noflush"}, r) : "";
+  auto after = run_process({save_tool, "-t", "raw", "-S"});
+  if (after.ok() && after.output.find("-N QUICSTEP_OUT") != std::string::npos) {
+    why += (why.empty() ? "" : "; ") + describe({restore_tool, "--noflush"}, r);
+  }
+  return why;
 }
 
 // iptables-nft leaves its `raw` table behind, with empty base chains: delete it when

@@ -106,13 +106,15 @@ std::string ruleset_text(const RulesetSpec& spec);
 // The `nft -f` text that deletes the table, present or not (one transaction).
 std::string delete_table_text(std::string_view table);
 
-// iptables-restore --noflush input (one family: ipv6 false/true) that (re)creates the
-// chains QUICSTEP_OUT and QUICSTEP_IN in table raw with the NFQUEUE rules and hooks them
-// into OUTPUT and PREROUTING, atomically. The "remove" variant unhooks and deletes them;
-// it fails when they are absent, so the caller runs it only when `iptables -t raw -S`
-// lists them.
+// iptables-restore --noflush input (either family) that inserts the two NFQUEUE rules at
+// the head of table raw's OUTPUT and PREROUTING, each tagged with kIptablesComment,
+// atomically. iptables_remove_text() turns an `iptables -t raw -S` listing into the input
+// that deletes every tagged rule ("" when there is none). The legacy variant removes the
+// user chains QUICSTEP_OUT/QUICSTEP_IN of earlier versions (run only when listed).
+inline constexpr const char* kIptablesComment = "quicstepd";
 std::string iptables_install_text(const RulesetSpec& spec);
-std::string iptables_remove_text();
+std::string iptables_remove_text(const std::string& listing);
+std::string iptables_remove_legacy_text();
 
 // Flow sets: "native", "channel" (pinned) or "watch"; the element text of a flow in the
 // set of its family, e.g. `add element inet quicstep native4 { 198.18.1.2 . 40000 .

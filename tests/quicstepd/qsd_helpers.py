@@ -205,14 +205,16 @@ def wait_daemon(netns, sock, proc, timeout=15):
 
 
 def kernel_state(netns):
-    """What quicstepd may have installed: nft table, iptables chains, ip rules."""
+    """What quicstepd may have installed: nft table, iptables rules (tagged with the comment
+    quicstepd; user chains QUICSTEP_* in earlier versions), ip rules."""
     def run(*cmd):
         return subprocess.run(["ip", "netns", "exec", netns, *cmd], capture_output=True,
                               text=True).stdout
     return {
         "nft": "table inet quicstep" in run("nft", "list", "tables"),
-        "iptables": "QUICSTEP" in run("iptables-nft", "-t", "raw", "-S") +
-                    run("ip6tables-nft", "-t", "raw", "-S"),
+        "iptables": any(tag in run(tool, "-t", "raw", "-S")
+                        for tool in ("iptables-nft", "ip6tables-nft")
+                        for tag in ("QUICSTEP", "--comment quicstepd ")),
         "rules": "fwmark 0x5" in run("ip", "-4", "rule") + run("ip", "-6", "rule"),
     }
 

@@ -43,14 +43,14 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(has(decide, "exthdr frag exists goto to_channel"));
   EXPECT_TRUE(has(decide, "udp dport 443 goto quic_out"));
   // The bulk path's rule comes first: a decided flow's short headers, 7 in 8 of them (the
-  // rest refresh the element in quic_out), not fragments, long enough to be QUIC.
-  EXPECT_LT(decide.find("udp dport 443 udp length >= 29 meta length <= 1500 ip frag-off & "
-                        "0x3fff == 0 @th,64,8 & 0x87 1-7 ip saddr . udp sport . ip daddr . udp "
-                        "dport @native4 notrack counter return comment \"native_out\""),
+  // rest refresh the element in quic_out), UDP, long enough to be QUIC; no port or
+  // fragment compare (implied by the set and the transport-header loads).
+  EXPECT_LT(decide.find("udp length >= 29 meta length <= 1500 @th,64,8 & "
+                        "0x87 1-7 ip saddr . udp sport . ip daddr . udp dport @native4 notrack "
+                        "counter return comment \"native_out\""),
             decide.find("meta oif lo return"));
-  EXPECT_TRUE(has(decide, "udp dport 443 udp length >= 29 meta length <= 1500 exthdr frag "
-                          "missing @th,64,8 & 0x87 1-7 ip6 saddr . udp sport . ip6 daddr . udp "
-                          "dport @native6"));
+  EXPECT_TRUE(has(decide, "udp length >= 29 meta length <= 1500 @th,64,8 & "
+                          "0x87 1-7 ip6 saddr . udp sport . ip6 daddr . udp dport @native6"));
   const std::string quic = chain(t, "quic_out");
   // Every rule ends in the channel, the queue, or (only) a native-set match; the chain
   // falls off its end nowhere.
@@ -62,7 +62,7 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   // GSO super-packets are queued (segment by segment) before the native set, and the
   // bulk-path rule leaves them alone (gso_native_fast off, the default).
   EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
-  EXPECT_TRUE(has(decide, "udp length >= 29 meta length <= 1500 ip frag-off"));
+  EXPECT_TRUE(has(decide, "udp length >= 29 meta length <= 1500 @th,64,8"));
   // Decided flows: untracked; about one packet in 8 (three header-protected bits zero)
   // refreshes the element; anonymous counters named by comment.
   EXPECT_TRUE(has(quic, "@th,64,8 & 0x7 != 0 ip6 saddr . udp sport . ip6 daddr . udp dport "
@@ -262,11 +262,35 @@ TEST(NftRules, IptablesQueuesBothMarksWithBypass) {
   s.queue_outbound = 7;
   s.queue_inbound = 9;
   const std::string t = iptables_install_text(s);
-  EXPECT_TRUE(has(t, "-A QUICSTEP_OUT -m mark --mark 0x53/0xff -j NFQUEUE --queue-num 7 --queue-bypass"));
-  EXPECT_TRUE(has(t, "-A QUICSTEP_IN -m mark --mark 0x54/0xff -j NFQUEUE --queue-num 9 --queue-bypass"));
-  EXPECT_TRUE(has(t, "-I OUTPUT 1 -j QUICSTEP_OUT"));
+  EXPECT_TRUE(has(t, "-I OUTPUT 1 -m mark --mark 0x53/0xff -m comment --comment quicstepd -j "
+                     "NFQUEUE --queue-num 7 --queue-bypass"));
+  EXPECT_TRUE(has(t, "-I PREROUTING 1 -m mark --mark 0x54/0xff -m comment --comment quicstepd "
+                     "-j NFQUEUE --queue-num 9 --queue-bypass"));
+  // No user chain: a jump costs every packet a counter and the jump.
+  EXPECT_FALSE(has(t, "-j QUICSTEP"));
+  EXPECT_FALSE(has(t, ":"));
   EXPECT_EQ(t.rfind("*raw\n", 0), 0u);
-  EXPECT_TRUE(has(iptables_remove_text(), "-X QUICSTEP_OUT"));
+  EXPECT_TRUE(has(iptables_remove_legacy_text(), "-X QUICSTEP_OUT"));
+}
+
+TEST(NftRules, IptablesRemovalDeletesOnlyTaggedRules) {
+  // As `iptables-nft -t raw -S` lists them, with someone else's rule in between.
+  const std::string listing =
+      "-P PREROUTING ACCEPT\n-P OUTPUT ACCEPT\n"
+      "-A PREROUTING -m mark --mark 0x54/0xff -m comment --comment quicstepd -j NFQUEUE "
+      "--queue-num 1 --queue-bypass\n"
+      "-A OUTPUT -p udp -m comment --comment \"quicstepd look-alike\" -j CT --notrack\n"
+      "-A OUTPUT -m mark --mark 0x53/0xff -m comment --comment quicstepd -j NFQUEUE "
+      "--queue-num 0 --queue-bypass\n"
+      "-A OUTPUT -p tcp -j CT --notrack\n";
+  const std::string t = iptables_remove_text(listing);
+  EXPECT_EQ(t,
+            "*raw\n"
+            "-D PREROUTING -m mark --mark 0x54/0xff -m comment --comment quicstepd -j NFQUEUE "
+            "--queue-num 1 --queue-bypass\n"
+            "-D OUTPUT -m mark --mark 0x53/0xff -m comment --comment quicstepd -j NFQUEUE "
+            "--queue-num 0 --queue-bypass\nCOMMIT\n");
+  EXPECT_EQ(iptables_remove_text("-P OUTPUT ACCEPT\n-A OUTPUT -p tcp -j CT --notrack\n"), "");
 }
 
 TEST(NftRules, GsoOfNativeFlowsInTheKernelWhenAskedFor) {
@@ -280,7 +304,7 @@ TEST(NftRules, GsoOfNativeFlowsInTheKernelWhenAskedFor) {
   EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@channel4"));
   EXPECT_EQ(quic.find("meta length"), quic.rfind("meta length"));  // once
   EXPECT_FALSE(has(chain(t, "out_decide"), "meta length <= 1500"));
-  EXPECT_TRUE(has(chain(t, "out_decide"), "udp dport 443 udp length >= 29 ip frag-off"));
+  EXPECT_TRUE(has(chain(t, "out_decide"), "udp length >= 29 @th,64,8"));
 }
 
 TEST(NftRules, SetElementKeysUseOneRegisterPerField) {
