@@ -124,13 +124,19 @@ void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   //   datagram's own first byte. Locally sent datagrams are fragmented after this hook.
   //   (Checked on this kernel with a raw-socket fragment pair: the first fragment matched
   //   the rule, the second fell through to the fragment rule below.)
+  // - The family first (the address loads need it anyway): the other family's packets
+  //   leave the rule after one compare.
+  // - One range on the UDP length: long enough to be QUIC and, unless gso_native_fast, not
+  //   a GSO super-packet (IP length <= gso_threshold; `meta length` would cost a byte-order
+  //   conversion and a second compare).
   const std::string notrack = s.track_native ? "" : " notrack";
-  const std::string size =
-      s.gso_native_fast ? "udp length >= 29"
-                        : "udp length >= 29 meta length <= " + std::to_string(s.gso_threshold);
   for (const char* flow : {kFlow4, kFlow6}) {
     const bool v4 = flow == kFlow4;
-    o << "    " << size
+    const std::uint32_t ip_header = v4 ? 20 : 40;
+    const std::string size =
+        s.gso_native_fast ? "udp length >= 29"
+                          : "udp length 29-" + std::to_string(s.gso_threshold - ip_header);
+    o << "    meta nfproto " << (v4 ? "ipv4 " : "ipv6 ") << size
       // First byte: header form bit 0 (short header) and key-phase/pn-length bits not all 0.
       << " @th,64,8 & 0x87 1-7 " << flow << (v4 ? " @native4" : " @native6") << notrack
       << " counter return comment \"native_out\"\n";
@@ -334,6 +340,8 @@ std::string check_spec(const RulesetSpec& s) {
   for (auto p : s.quic_ports) {
     if (p == 0) return "QUIC port 0 is not a port";
   }
+  // The bulk rule's UDP length range: 29 .. threshold - IPv6 header.
+  if (s.gso_threshold < 40 + 29 || s.gso_threshold > 65535) return "bad GSO threshold";
   const std::uint32_t marks[] = {s.mark_channel, s.mark_native, s.mark_decide_out,
                                  s.mark_decide_in};
   std::set<std::uint32_t> seen;

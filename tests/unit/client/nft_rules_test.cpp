@@ -45,12 +45,12 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   // The bulk path's rule comes first: a decided flow's short headers, 7 in 8 of them (the
   // rest refresh the element in quic_out), UDP, long enough to be QUIC; no port or
   // fragment compare (implied by the set and the transport-header loads).
-  EXPECT_LT(decide.find("udp length >= 29 meta length <= 1500 @th,64,8 & "
-                        "0x87 1-7 ip saddr . udp sport . ip daddr . udp dport @native4 notrack "
-                        "counter return comment \"native_out\""),
+  EXPECT_LT(decide.find("meta nfproto ipv4 udp length 29-1480 @th,64,8 & 0x87 1-7 ip saddr . "
+                        "udp sport . ip daddr . udp dport @native4 notrack counter return "
+                        "comment \"native_out\""),
             decide.find("meta oif lo return"));
-  EXPECT_TRUE(has(decide, "udp length >= 29 meta length <= 1500 @th,64,8 & "
-                          "0x87 1-7 ip6 saddr . udp sport . ip6 daddr . udp dport @native6"));
+  EXPECT_TRUE(has(decide, "meta nfproto ipv6 udp length 29-1460 @th,64,8 & 0x87 1-7 ip6 saddr . "
+                          "udp sport . ip6 daddr . udp dport @native6"));
   const std::string quic = chain(t, "quic_out");
   // Every rule ends in the channel, the queue, or (only) a native-set match; the chain
   // falls off its end nowhere.
@@ -62,7 +62,8 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   // GSO super-packets are queued (segment by segment) before the native set, and the
   // bulk-path rule leaves them alone (gso_native_fast off, the default).
   EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
-  EXPECT_TRUE(has(decide, "udp length >= 29 meta length <= 1500 @th,64,8"));
+  EXPECT_TRUE(has(decide, "udp length 29-1480 @th,64,8"));
+  EXPECT_FALSE(has(decide, "meta length"));  // the UDP length range stands for it
   // Decided flows: untracked; about one packet in 8 (three header-protected bits zero)
   // refreshes the element; anonymous counters named by comment.
   EXPECT_TRUE(has(quic, "@th,64,8 & 0x7 != 0 ip6 saddr . udp sport . ip6 daddr . udp dport "
