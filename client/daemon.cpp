@@ -57,7 +57,7 @@ std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* rout
   r->channel_interface = d.channel_interface;
   r->nat = d.addressing != Addressing::permissive;
   r->stateless = d.addressing == Addressing::stateless;
-  r->track_native = d.native_conntrack;
+  r->track_native = tracks_native(d);
   r->gso_native_fast = d.native_gso_in_kernel;
   // Only where the server sees a new address after the switch and the channel's answers
   // arrive addressed to this host (nat's are un-NATed after the hook, so no RTT is seen;

@@ -324,7 +324,11 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   std::size_t addressing = static_cast<std::size_t>(d->addressing);
   l.word(t, "addressing", {"nat", "permissive", "stateless"}, &addressing);
   d->addressing = static_cast<Addressing>(addressing);
-  l.boolean(t, "native_conntrack", &d->native_conntrack);
+  if (t != nullptr && t->get("native_conntrack") != nullptr) {
+    bool track = false;
+    l.boolean(t, "native_conntrack", &track);
+    d->native_conntrack = track;
+  }
   std::size_t gso = d->native_gso_in_kernel ? 0 : 1;
   l.word(t, "native_gso", {"kernel", "daemon"}, &gso);
   d->native_gso_in_kernel = gso == 0;
@@ -375,6 +379,10 @@ ConfigLoad load_config(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return parse_config(text.str(), path);
+}
+
+bool tracks_native(const DaemonSettings& d) {
+  return d.native_conntrack.value_or(d.addressing != Addressing::nat);
 }
 
 std::string_view to_string(Addressing a) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,10 +48,15 @@ struct DaemonSettings {
   // wg-quick style config to bring the channel up from; empty: the interface exists.
   std::string wg_config;
   Addressing addressing = Addressing::stateless;
-  // Whether conntrack sees native QUIC packets. false (default): native flows are `notrack`
-  // both ways (the bulk path skips conntrack and NAT; a stateful firewall that drops
-  // untracked packets then drops native QUIC: set true on such a host, at a throughput cost).
-  bool native_conntrack = false;
+  // Whether conntrack sees native QUIC packets. Unset (the default): yes with stateless and
+  // permissive addressing, no with nat. false: native flows are `notrack` both ways (the bulk
+  // path skips conntrack and NAT: needed by nat addressing, whose masquerade binding would
+  // otherwise apply to native packets of the same 5-tuple, unless zones keep it apart;
+  // faster where something else made conntrack track this namespace, but a stateful firewall
+  // that drops untracked packets then drops native QUIC). true: tracked (nat: channel
+  // packets in conntrack zone 1). Tracking costs nothing where nothing registered conntrack,
+  // while `notrack` costs every native packet ~40 ns (bench_rule_cost.py).
+  std::optional<bool> native_conntrack;
   // GSO super-packets (one send, many datagrams) of a flow already decided native: false
   // ("daemon", the default): queued and decided segment by segment, so no long-header
   // segment ever goes native; true ("kernel"): native in the kernel, judged by their first
@@ -93,6 +99,10 @@ ConfigLoad parse_config(std::string_view text, std::string_view file);
 // Reads and parses the file at `path`. Errors: those of parse_config, plus one error (line 0)
 // when the file cannot be read.
 ConfigLoad load_config(const std::string& path);
+
+// Whether conntrack sees native QUIC packets: native_conntrack if set, else every
+// addressing but nat (whose masquerade bindings must be kept off native packets).
+bool tracks_native(const DaemonSettings& d);
 
 std::string_view to_string(Addressing a);
 std::string_view to_string(Route r);

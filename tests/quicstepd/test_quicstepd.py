@@ -488,11 +488,12 @@ class QuicstepdLab(unittest.TestCase):
         self.assertTrue(dns_exempt_channel, "DNS to an exempt address did not use the channel")
 
     def test_10_native_conntrack(self):
-        # native_conntrack = true is for a host whose firewall accepts only tracked answers.
-        # Without such a firewall nothing registers conntrack in the namespace (stateless
-        # addressing has no NAT), so the test installs one: QUIC answers from port 443 are
-        # accepted only in ct state established, the rest dropped (untracked ones included:
-        # the default, notrack on the bulk path, would lose every native answer here).
+        # A host whose firewall accepts only tracked answers. Without such a firewall nothing
+        # registers conntrack in the namespace (stateless addressing has no NAT), so the test
+        # installs one: QUIC answers from port 443 are accepted only in ct state established,
+        # the rest dropped (untracked ones included: `notrack` on the bulk path, the default
+        # before native_conntrack became "unset: tracked unless nat", or native_conntrack =
+        # false, loses every native answer here). The daemon runs its default config.
         rules = ("table inet qsd_test_stateful {\n"
                  " counter established_443 {}\n counter dropped_443 {}\n"
                  " chain input {\n  type filter hook input priority filter; policy accept;\n"
@@ -502,8 +503,7 @@ class QuicstepdLab(unittest.TestCase):
         subprocess.run([*nft, "-f", "-"], input=rules, text=True, check=True)
         self.addCleanup(subprocess.run, [*nft, "delete", "table", "inet", "qsd_test_stateful"],
                         check=False)
-        config = h.write_config(os.path.join(self.work, "conntrack.toml"), self.channel_if,
-                                extra="native_conntrack = true\n")
+        config = h.write_config(os.path.join(self.work, "conntrack.toml"), self.channel_if)
         cn, native, cp, channel = self.captures("conntrack")
         d = self.start_daemon(config)
         took = self.fetch(self.srv_v4, "conntrack")

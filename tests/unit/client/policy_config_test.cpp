@@ -111,7 +111,7 @@ native_prefixes = ["192.168.0.0/16", "fd00:0::/8", "10.1.2.3/32"]
   EXPECT_EQ(p.destinations.first_penalty, 60s);
   EXPECT_EQ(load.config.daemon.addressing, Addressing::permissive);
   EXPECT_EQ(load.config.daemon.routing_table, 100u);
-  EXPECT_TRUE(load.config.daemon.native_conntrack);
+  EXPECT_EQ(load.config.daemon.native_conntrack, std::optional<bool>(true));
   EXPECT_TRUE(load.config.daemon.native_gso_in_kernel);
   EXPECT_EQ(load.config.daemon.native_prefixes_v4,
             (std::vector<std::string>{"192.168.0.0/16", "10.1.2.3/32"}));
@@ -186,6 +186,26 @@ TEST(PolicyConfig, UnreadableFile) {
   EXPECT_EQ(load.errors[0].line, 0u);
   EXPECT_NE(load.errors[0].to_string().find("/nonexistent/quicstepd.toml: cannot read"),
             std::string::npos);
+}
+
+TEST(PolicyConfig, NativeFlowsAreTrackedUnlessNatOrSaidOtherwise) {
+  DaemonSettings d;
+  EXPECT_FALSE(d.native_conntrack.has_value());
+  EXPECT_TRUE(tracks_native(d));  // stateless, the default
+  d.addressing = Addressing::permissive;
+  EXPECT_TRUE(tracks_native(d));
+  d.addressing = Addressing::nat;  // masquerade's bindings must stay off native packets
+  EXPECT_FALSE(tracks_native(d));
+  d.native_conntrack = true;
+  EXPECT_TRUE(tracks_native(d));
+  d.addressing = Addressing::stateless;
+  d.native_conntrack = false;
+  EXPECT_FALSE(tracks_native(d));
+  auto load = parse_config("[daemon]\nnative_conntrack = false\n", "t.toml");
+  ASSERT_TRUE(load.ok());
+  EXPECT_EQ(load.config.daemon.native_conntrack, std::optional<bool>(false));
+  load = parse_config("[daemon]\nnative_conntrack = \"yes\"\n", "t.toml");
+  EXPECT_FALSE(load.ok());
 }
 
 }  // namespace

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The kernel's cost per native packet of quicstepd's rules, side by side with the paper's
+rules (rules/paper_rules.sh) and with no rules: a CPU-bound sender (a bulk upload) pays it
+on every datagram. A benchmark, not a test: root; two namespaces of its own (qs-rc-a sends,
+qs-rc-b drops at its veth's ingress), no lab needed.
+
+    sudo tests/quicstepd/bench_rule_cost.py [--rounds 8] [--packets 400000] [--json out.json]
+
+Each round installs each mode in turn and sends PACKETS 1200-byte short-header datagrams
+of one flow with udp_blaster (sendmmsg on a connected socket); the figure is the sender's
+system CPU time per datagram, median over rounds. In the quicstepd mode the flow is in the
+native set, as a decided flow's is (the bulk path), and the rule's counter must show every
+datagram, or the run fails."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qsd_helpers as h  # noqa: E402
+
+A, B = "qs-rc-a", "qs-rc-b"
+SRC, DST, SPORT = "198.18.250.1", "198.18.250.2", 40000
+SRC6, DST6 = "2001:db8:250::1", "2001:db8:250::2"
+CHANNEL, TUNNEL = "qs-rc-ch", "198.18.251.2"
+PAPER_RULES = os.path.join(h.REPO, "rules", "paper_rules.sh")
+BLASTER = h.find_binary("QS_UDP_BLASTER", "udp_blaster", "tests/quicstepd")
+PRINT_RULESET = h.find_binary("QS_PRINT_RULESET", "print_ruleset", "tests/quicstepd")
+
+
+def run(*cmd, ns=None, stdin=None, check=True):
+    full = ["ip", "netns", "exec", ns, *cmd] if ns else list(cmd)
+    r = subprocess.run(full, input=stdin, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(full)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def setup():
+    teardown()
+    for ns in (A, B):
+        run("ip", "netns", "add", ns)
+        run("ip", "link", "set", "lo", "up", ns=ns)
+    run("ip", "link", "add", "qs-rc-va", "netns", A, "type", "veth", "peer", "name", "qs-rc-vb",
+        "netns", B)
+    for ns, dev, v4, v6 in ((A, "qs-rc-va", SRC, SRC6), (B, "qs-rc-vb", DST, DST6)):
+        run("ip", "addr", "add", v4 + "/30", "dev", dev, ns=ns)
+        run("ip", "addr", "add", v6 + "/64", "dev", dev, "nodad", ns=ns)
+        run("ip", "link", "set", dev, "up", ns=ns)
+    # The receiver drops everything at once; the sender needs no neighbour resolution.
+    run("nft", "-f", "-", ns=B, stdin="table netdev sink {\n chain in {\n  type filter hook "
+        "ingress device qs-rc-vb priority 0; policy drop;\n }\n}\n")
+    mac = run("cat", "/sys/class/net/qs-rc-vb/address", ns=B).strip()
+    for addr in (DST, DST6):
+        run("ip", "neigh", "replace", addr, "lladdr", mac, "dev", "qs-rc-va", "nud", "permanent",
+            ns=A)
+    # A stand-in for the WireGuard device (the stateless rules bind chains to it).
+    run("ip", "tuntap", "add", CHANNEL, "mode", "tun", ns=A)
+    run("ip", "addr", "add", TUNNEL + "/32", "dev", CHANNEL, ns=A)
+    run("ip", "link", "set", CHANNEL, "up", ns=A)
+
+
+def teardown():
+    for ns in (A, B):
+        run("ip", "netns", "del", ns, check=False)
+
+
+def mode_up(mode, v6):
+    run("nft", "flush", "ruleset", ns=A)
+    if mode == "paper":
+        run(PAPER_RULES, "up", CHANNEL, "51820", ns=A)
+    elif mode.startswith("quicstepd"):
+        printer = mode.split("=", 1)[1] if "=" in mode else PRINT_RULESET
+        text = run(printer, CHANNEL, TUNNEL, "stateless")
+        nft, _, ipt = text.partition("#iptables\n")
+        run("nft", "-f", "-", ns=A, stdin=nft)
+        run("iptables-nft-restore", "--noflush", ns=A, stdin=ipt)
+        run("ip6tables-nft-restore", "--noflush", ns=A, stdin=ipt)
+        fam, src, dst = ("6", SRC6, DST6) if v6 else ("4", SRC, DST)
+        run("nft", "add", "element", "inet", "quicstep", "native" + fam,
+            f"{{ {src} . {SPORT} . {dst} . 443 timeout 3600s }}", ns=A)
+
+
+def mode_down(mode):
+    if mode == "paper":
+        run(PAPER_RULES, "down", ns=A)
+    run("nft", "flush", "ruleset", ns=A)  # iptables-nft's tables are nft tables too
+
+
+def native_out_packets():
+    """The bulk rule's counter (the rule whose comment is native_out in out_decide)."""
+    out = run("nft", "list", "chain", "inet", "quicstep", "out_decide", ns=A)
+    total = 0
+    for line in out.splitlines():
+        if 'comment "native_out"' in line and "counter packets" in line:
+            total += int(line.split("counter packets")[1].split()[0])
+    return total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--packets", type=int, default=400000)
+    ap.add_argument("--ipv6", action="store_true", help="send over IPv6 instead of IPv4")
+    ap.add_argument("--modes", default="none,paper,quicstepd",
+                    help="comma-separated: none, paper, quicstepd, and quicstepd=PRINT_RULESET "
+                         "(the rules another build's print_ruleset prints)")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    modes = args.modes.split(",")
+    for m in modes:
+        if m not in ("none", "paper", "quicstepd") and not m.startswith("quicstepd="):
+            ap.error(f"unknown mode {m}")
+    ns_per_packet = {m: [] for m in modes}
+    setup()
+    try:
+        for r in range(args.rounds):
+            for m in modes:
+                mode_up(m, args.ipv6)
+                out = run(BLASTER, DST6 if args.ipv6 else DST, str(args.packets), str(SPORT), ns=A)
+                if m.startswith("quicstepd") and native_out_packets() < args.packets:
+                    raise RuntimeError("the flow did not take the bulk rule "
+                                       f"({native_out_packets()} of {args.packets} counted)")
+                mode_down(m)
+                ns_per_packet[m].append(float(out.split()[0]))
+            print(f"round {r + 1}/{args.rounds}: " + "  ".join(
+                f"{m} {ns_per_packet[m][-1]:.0f}" for m in modes), flush=True)
+    finally:
+        teardown()
+    med = {m: statistics.median(v) for m, v in ns_per_packet.items()}
+    print(f"system CPU ns per {'IPv6' if args.ipv6 else 'IPv4'} datagram sent, median of "
+          f"{args.rounds} rounds of {args.packets}:")
+    for m in modes:
+        extra = f"  (+{med[m] - med['none']:.0f} ns over none)" if "none" in med else ""
+        print(f"  {m[:40]:40s} {med[m]:7.0f}{extra}")
+    if "paper" in med and "quicstepd" in med and "none" in med:
+        p, q = med["paper"] - med["none"], med["quicstepd"] - med["none"]
+        print(f"quicstepd's rules cost a native packet {q - p:+.0f} ns more than the paper's")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"ns_per_packet": ns_per_packet, "median": med,
+                       "packets": args.packets, "ipv6": args.ipv6}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
