@@ -551,6 +551,56 @@ class QuicstepdLab(unittest.TestCase):
         self.assertGreaterEqual(share, 0.95)
         self.assertLessEqual(abs(reported - at_provider), 0.02 * at_provider)
 
+    def test_10b_fragments_of_a_native_flow(self):
+        # The bulk rule has no fragment compare: nft refuses transport-header loads of a
+        # non-first fragment, so one never matches the native set (it has no port: it could
+        # be DNS) and takes the fragment rule to the channel. A first fragment carries its
+        # datagram's first bytes and is judged by them. (Local sockets' datagrams are
+        # fragmented after the hook; a raw socket hands it fragments.)
+        import re
+        cn, native, cp, channel = self.captures("frag")
+        d = self.start_daemon()
+        self.fetch(self.srv_v4, "frag")
+        listing = subprocess.run(["ip", "netns", "exec", self.client_ns, "nft", "list", "set",
+                                  "inet", "quicstep", "native4"], capture_output=True,
+                                 text=True).stdout
+        m = re.search(r"(\d+\.\d+\.\d+\.\d+) \. (\d+) \. " + re.escape(self.srv_v4) +
+                      r" \. 443", listing)
+        self.assertTrue(m, f"no native flow to {self.srv_v4}: {listing}")
+        client, port = m.group(1), int(m.group(2))
+        before = self.status()["paths"]["channel"]["packets"]
+        # One 308-byte UDP datagram of that flow, short-header first byte, in two fragments:
+        # 48 bytes (UDP header + 40) with more-fragments, then the other 260 at offset 48.
+        send = ("import socket,struct\n"
+                f"src,dst=socket.inet_aton('{client}'),socket.inet_aton('{self.srv_v4}')\n"
+                f"udp=struct.pack('!HHHH',{port},443,308,0)+b'\\x41'*300\n"
+                "def ip(frag,data):\n"
+                "    h=struct.pack('!BBHHHBBH4s4s',0x45,0,20+len(data),0x5151,frag,64,17,0,src,dst)\n"
+                "    return h+data\n"
+                "s=socket.socket(socket.AF_INET,socket.SOCK_RAW,socket.IPPROTO_RAW)\n"
+                f"s.sendto(ip(0x2000,udp[:48]),('{self.srv_v4}',0))\n"
+                f"s.sendto(ip(6,udp[48:]),('{self.srv_v4}',0))\n")
+        lab_helpers.in_host(self.lab, "client", "python3", "-c", send)
+        time.sleep(0.5)
+        after = self.status()["paths"]["channel"]["packets"]
+        self.stop_captures(cn, cp)
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        npk, cpk = self.read_captures(native, channel)
+        frags = [p for p in npk if p.get("fragment") and p.get("dst") == self.srv_v4]
+        first = [p for p in frags if p["ip_len"] == 68]
+        rest = [p for p in frags if p["ip_len"] == 280]
+        at_provider = [p for p in cpk if p.get("fragment") and p.get("dst") == self.srv_v4]
+        print(f"\n[fragments] flow {client}:{port} -> {self.srv_v4}:443: on the native link "
+              f"{len(first)} first fragment(s), {len(rest)} non-first; channel packets "
+              f"counted {after - before} meanwhile; at the provider "
+              f"{[(p['src'], p['ip_len']) for p in at_provider]}; native link fragments "
+              f"{[(p['src'], p['ip_len']) for p in frags]}")
+        self.assertEqual(rest, [], "a non-first fragment of a native flow went native")
+        self.assertGreaterEqual(after - before, 1, "the non-first fragment did not reach the "
+                                "channel device")
+        self.assertIn(280, [p["ip_len"] for p in at_provider if p["src"] in self.tunnel_addrs],
+                      "the non-first fragment did not reach the provider")
+
     def test_11_native_switch_waits_for_the_finished(self):
         """An upload's first native short header leaves at least min_delay (1 ms) after the
         flow's last long header (the Finished) left on the channel, not right behind it."""
