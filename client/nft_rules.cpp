@@ -122,8 +122,8 @@ void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   // - Not a fragment is implied too: the transport-header loads (first byte, ports) fail
   //   for a non-first fragment (nft_payload refuses them), and a first fragment carries the
   //   datagram's own first byte. Locally sent datagrams are fragmented after this hook.
-  //   (Checked on this kernel with a raw-socket fragment pair: the first fragment matched
-  //   the rule, the second fell through to the fragment rule below.)
+  //   (quicstepd_lab test_10b sends a native flow's datagram in two fragments with a raw
+  //   socket: the second reaches the provider, never the native link.)
   // - The family first (the address loads need it anyway): the other family's packets
   //   leave the rule after one compare.
   // - One range on the UDP length: long enough to be QUIC and, unless gso_native_fast, not
@@ -401,8 +401,9 @@ std::string iptables_install_text(const RulesetSpec& s) {
   // One rule in each base chain, no chain of our own: every packet crosses OUTPUT, and a
   // jump to a user chain costs it a counter and the jump (iptables-nft counts every rule
   // that matches; a non-matching mark compare costs neither). ~70 ns less per native packet
-  // on this machine (sendmmsg blaster, client/README). The comment (rule userdata, no cost
-  // per packet) is how they are found again.
+  // on this machine (bench_rule_cost.py, client/README). The comment is how they are found
+  // again; iptables-nft makes it an xt match after the mark compare, so only queued packets
+  // evaluate it.
   o << "*raw\n"
     << "-I OUTPUT 1 -m mark --mark " << hex(s.mark_decide_out) << "/" << hex(s.mark_mask)
     << " -m comment --comment " << kIptablesComment << " -j NFQUEUE --queue-num "
