@@ -30,6 +30,25 @@ bool parse_number(std::string_view text, T min, T max, T* out) {
   return true;
 }
 
+// A socket address of `family` with `port`; address `addr` (nullptr: any).
+sockaddr_storage endpoint(int family, const in6_addr* addr, std::uint16_t port, socklen_t* len) {
+  sockaddr_storage ss{};
+  if (family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    if (addr != nullptr) std::memcpy(&a->sin_addr, addr, sizeof a->sin_addr);
+    *len = sizeof(sockaddr_in);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    if (addr != nullptr) a->sin6_addr = *addr;
+    *len = sizeof(sockaddr_in6);
+  }
+  return ss;
+}
+
 double seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; }
 
 }  // namespace
@@ -43,33 +62,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: udp_blaster DST_ADDR COUNT SOURCE_PORT [DEST_PORT]\n");
     return 2;
   }
-  sockaddr_storage src{}, dst{};
-  socklen_t len = 0;
-  int family = AF_INET;
-  auto* d4 = reinterpret_cast<sockaddr_in*>(&dst);
-  auto* d6 = reinterpret_cast<sockaddr_in6*>(&dst);
-  if (inet_pton(AF_INET, argv[1], &d4->sin_addr) == 1) {
-    d4->sin_family = AF_INET;
-    d4->sin_port = htons(dport);
-    auto* s4 = reinterpret_cast<sockaddr_in*>(&src);
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons(sport);
-    len = sizeof(sockaddr_in);
-  } else if (inet_pton(AF_INET6, argv[1], &d6->sin6_addr) == 1) {
-    family = AF_INET6;
-    d6->sin6_family = AF_INET6;
-    d6->sin6_port = htons(dport);
-    auto* s6 = reinterpret_cast<sockaddr_in6*>(&src);
-    s6->sin6_family = AF_INET6;
-    s6->sin6_port = htons(sport);
-    len = sizeof(sockaddr_in6);
-  } else {
+  in6_addr addr{};  // large enough for either family's address
+  const int family = inet_pton(AF_INET, argv[1], &addr) == 1    ? AF_INET
+                     : inet_pton(AF_INET6, argv[1], &addr) == 1 ? AF_INET6
+                                                                : AF_UNSPEC;
+  if (family == AF_UNSPEC) {
     std::fprintf(stderr, "udp_blaster: not an IP address: `%s'\n", argv[1]);
     return 2;
   }
+  socklen_t len = 0;
+  const sockaddr_storage src = endpoint(family, nullptr, sport, &len);
+  const sockaddr_storage dst = endpoint(family, &addr, dport, &len);
   const int fd = socket(family, SOCK_DGRAM, 0);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&src), len) != 0 ||
-      connect(fd, reinterpret_cast<sockaddr*>(&dst), len) != 0) {
+  if (fd < 0 || bind(fd, reinterpret_cast<const sockaddr*>(&src), len) != 0 ||
+      connect(fd, reinterpret_cast<const sockaddr*>(&dst), len) != 0) {
     std::perror("udp_blaster: socket/bind/connect");
     return 1;
   }
