@@ -105,6 +105,9 @@ void flow_sets(std::ostringstream& o, const RulesetSpec& s) {
 
 constexpr const char* kFlow4 = "ip saddr . udp sport . ip daddr . udp dport";
 constexpr const char* kFlow6 = "ip6 saddr . udp sport . ip6 daddr . udp dport";
+// Three low bits of the UDP payload's byte 21 (see out_decide_chain): zero in ~1 packet of 8,
+// which then refreshes its native-set element in quic_out.
+constexpr const char* kSampleBits = "@th,224,32 & 0x70000";
 
 void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   o << "  chain out_decide {\n"
@@ -114,11 +117,16 @@ void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   // quic_out). Everything this rule checks, the rules below check again for the rest; lo
   // and the exempt endpoint never reach the native set (they are never queued), so
   // checking them first would only cost the bulk path. GSO super-packets too unless
-  // !gso_native_fast (then they go the long way, to the queue). Each expression costs every
-  // native packet ~15-30 ns, so the rule checks only what the set does not imply:
+  // !gso_native_fast (then they go the long way, to the queue).
+  //
+  // Every expression here costs every native packet, and the kind matters more than the
+  // count (bench_rule_cost.py, on a VM with retpolines): nft_do_chain evaluates an
+  // equality compare of up to 4 bytes, a 4-byte mask, and a 1, 2 or 4-byte aligned payload
+  // load inline (a few ns each); a range compare or a 1-byte mask is a call (~30 ns). So
+  // the rule checks only what the set does not imply, with inline expressions but for the
+  // length bound and the set lookup:
   // - UDP (the set's key has no protocol: a TCP segment with a native flow's ports would
-  //   match): the protocol check that `udp length` brings along. The QUIC port is implied:
-  //   only the classifier fills the set, with QUIC flows.
+  //   match). The QUIC port is implied: only the classifier fills the set, with QUIC flows.
   // - Not a fragment is implied too: the transport-header loads (first byte, ports) fail
   //   for a non-first fragment (nft_payload refuses them), and a first fragment carries the
   //   datagram's own first byte. Locally sent datagrams are fragmented after this hook.
@@ -126,20 +134,23 @@ void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   //   socket: the second reaches the provider, never the native link.)
   // - The family first (the address loads need it anyway): the other family's packets
   //   leave the rule after one compare.
-  // - One range on the UDP length: long enough to be QUIC and, unless gso_native_fast, not
-  //   a GSO super-packet (IP length <= gso_threshold; `meta length` would cost a byte-order
-  //   conversion and a second compare).
+  // - Unless gso_native_fast, not a GSO super-packet: UDP length <= gso_threshold minus the
+  //   IP header (`meta length` would cost a byte-order conversion).
+  // - The first byte, as 4 bytes from the UDP payload's start: header form 0 (short).
+  // - Long enough to be QUIC (29 bytes, quic_out's bound), and the sample that leaves ~1 in
+  //   8 packets to quic_out, in one 4-byte load at UDP offset 28: it fails (the rule does
+  //   not match) for a datagram shorter than 32 bytes, which quic_out then judges, and its
+  //   second byte (payload byte 21) lies past the longest connection ID (20 bytes), so it is
+  //   a header-protected packet-number byte or ciphertext: pseudo-random per packet.
   const std::string notrack = s.track_native ? "" : " notrack";
   for (const char* flow : {kFlow4, kFlow6}) {
     const bool v4 = flow == kFlow4;
     const std::uint32_t ip_header = v4 ? 20 : 40;
     const std::string size =
-        s.gso_native_fast ? "udp length >= 29"
-                          : "udp length 29-" + std::to_string(s.gso_threshold - ip_header);
-    o << "    meta nfproto " << (v4 ? "ipv4 " : "ipv6 ") << size
-      // First byte: header form bit 0 (short header) and key-phase/pn-length bits not all 0.
-      << " @th,64,8 & 0x87 1-7 " << flow << (v4 ? " @native4" : " @native6") << notrack
-      << " counter return comment \"native_out\"\n";
+        s.gso_native_fast ? "" : " udp length <= " + std::to_string(s.gso_threshold - ip_header);
+    o << "    meta nfproto " << (v4 ? "ipv4" : "ipv6") << " meta l4proto udp" << size
+      << " @th,64,32 & 0x80000000 == 0 " << kSampleBits << " != 0 " << flow
+      << (v4 ? " @native4" : " @native6") << notrack << " counter return comment \"native_out\"\n";
   }
   // By index (lo is always 1): no interface-name compare on every packet.
   o << "    meta oif lo return\n";
@@ -199,13 +210,14 @@ void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
                           " goto decide_out\n";
   if (!s.gso_native_fast) o << gso;
   // A flow decided earlier. About one packet in 8 refreshes its element's timeout: those
-  // whose three low first-byte bits (key phase and packet-number length, both under header
-  // protection: pseudo-random per packet) are zero. A live flow stays in the set without a
-  // set update on every packet; an element that expires anyway (a flow quieter than that)
-  // only sends the flow's next packet through the queue again, where the daemon re-adds it.
+  // whose sample bits (kSampleBits: under header protection or ciphertext, pseudo-random per
+  // packet) are zero, and those of 29 to 31 bytes, too short for the sample. A live flow
+  // stays in the set without a set update on every packet; an element that expires anyway
+  // (a flow quieter than that) only sends the flow's next packet through the queue again,
+  // where the daemon re-adds it.
   for (const char* flow : {kFlow4, kFlow6}) {
     const char* set = flow == kFlow4 ? "@native4" : "@native6";
-    o << "    @th,64,8 & 0x7 != 0 " << flow << " " << set << notrack
+    o << "    " << kSampleBits << " != 0 " << flow << " " << set << notrack
       << " counter return comment \"native_out\"\n"
          "    " << flow << " " << set << " update " << set << " { " << flow << " }" << notrack
       << " counter return comment \"native_out\"\n";

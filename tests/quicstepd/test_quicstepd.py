@@ -137,6 +137,15 @@ class QuicstepdLab(unittest.TestCase):
         self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the native link")
 
     # --- tests ---------------------------------------------------------------------------
+    def assert_bulk_rule_carries_native(self, label):
+        """The kernel's bulk rule (the head of out_decide) took the decided flow's packets:
+        all but the ~1 in 8 whose sample bits send them to quic_out to refresh the element.
+        Without it they would all still go native, through quic_out, at a higher cost each."""
+        bulk, slow = h.native_packets_by_rule(self.client_ns)
+        print(f"\n[{label}] native packets: bulk rule {bulk}, quic_out {slow}")
+        self.assertGreaterEqual(bulk, 0.75 * (bulk + slow))
+        self.assertGreater(slow, 0)  # and some refreshed the element
+
     def test_1_bad_config_exit_2_nothing_installed(self):
         bad = os.path.join(self.work, "bad.toml")
         with open(bad, "w") as f:
@@ -160,6 +169,7 @@ class QuicstepdLab(unittest.TestCase):
         self.assertTrue(h.native_set_has(self.client_ns, self.srv_v4), "flow not in native4")
         self.assertGreaterEqual(st["daemon"]["set_updates"], 1)
         self.assertEqual(st["daemon"]["set_update_failures"], 0)
+        self.assert_bulk_rule_carries_native("v4")
         self.stop_captures(cn, cp)
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         self.assertEqual(h.kernel_state(self.client_ns),
@@ -230,6 +240,7 @@ class QuicstepdLab(unittest.TestCase):
         d = self.start_daemon()
         took = self.fetch(self.srv_v6, "v6")
         self.assertTrue(h.native_set_has(self.client_ns, self.srv_v6), "flow not in native6")
+        self.assert_bulk_rule_carries_native("v6")
         # SIGHUP with the same config: the classifier keeps its flows (and the kernel its
         # table: the same ruleset is not reinstalled).
         before = self.status()

@@ -43,14 +43,17 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(has(decide, "exthdr frag exists goto to_channel"));
   EXPECT_TRUE(has(decide, "udp dport 443 goto quic_out"));
   // The bulk path's rule comes first: a decided flow's short headers, 7 in 8 of them (the
-  // rest refresh the element in quic_out), UDP, long enough to be QUIC; no port or
-  // fragment compare (implied by the set and the transport-header loads).
-  EXPECT_LT(decide.find("meta nfproto ipv4 udp length 29-1480 @th,64,8 & 0x87 1-7 ip saddr . "
-                        "udp sport . ip daddr . udp dport @native4 notrack counter return "
-                        "comment \"native_out\""),
+  // rest refresh the element in quic_out), UDP, at least 32 bytes (the sample's load); no
+  // port or fragment compare (implied by the set and the transport-header loads); only
+  // inline expressions but for the length bound and the lookup.
+  EXPECT_LT(decide.find("meta nfproto ipv4 meta l4proto udp udp length <= 1480 @th,64,32 & "
+                        "0x80000000 == 0 @th,224,32 & 0x70000 != 0 ip saddr . udp sport . ip "
+                        "daddr . udp dport @native4 notrack counter return comment "
+                        "\"native_out\""),
             decide.find("meta oif lo return"));
-  EXPECT_TRUE(has(decide, "meta nfproto ipv6 udp length 29-1460 @th,64,8 & 0x87 1-7 ip6 saddr . "
-                          "udp sport . ip6 daddr . udp dport @native6"));
+  EXPECT_TRUE(has(decide, "meta nfproto ipv6 meta l4proto udp udp length <= 1460 @th,64,32 & "
+                          "0x80000000 == 0 @th,224,32 & 0x70000 != 0 ip6 saddr . udp sport . "
+                          "ip6 daddr . udp dport @native6"));
   const std::string quic = chain(t, "quic_out");
   // Every rule ends in the channel, the queue, or (only) a native-set match; the chain
   // falls off its end nowhere.
@@ -62,16 +65,16 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   // GSO super-packets are queued (segment by segment) before the native set, and the
   // bulk-path rule leaves them alone (gso_native_fast off, the default).
   EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
-  EXPECT_TRUE(has(decide, "udp length 29-1480 @th,64,8"));
-  EXPECT_FALSE(has(decide, "meta length"));  // the UDP length range stands for it
-  // Decided flows: untracked; about one packet in 8 (three header-protected bits zero)
+  EXPECT_TRUE(has(decide, "udp length <= 1480 @th,64,32"));
+  EXPECT_FALSE(has(decide, "meta length"));  // the UDP length bound stands for it
+  // Decided flows: untracked; about one packet in 8 (three pseudo-random bits zero)
   // refreshes the element; anonymous counters named by comment.
-  EXPECT_TRUE(has(quic, "@th,64,8 & 0x7 != 0 ip6 saddr . udp sport . ip6 daddr . udp dport "
+  EXPECT_TRUE(has(quic, "@th,224,32 & 0x70000 != 0 ip6 saddr . udp sport . ip6 daddr . udp dport "
                         "@native6 notrack counter return comment \"native_out\""));
   EXPECT_TRUE(has(quic, "ip6 saddr . udp sport . ip6 daddr . udp dport @native6 update @native6 "
                         "{ ip6 saddr . udp sport . ip6 daddr . udp dport } notrack counter return "
                         "comment \"native_out\""));
-  EXPECT_LT(quic.find("@th,64,8 & 0x7 != 0 ip saddr"), quic.find("update @native4"));
+  EXPECT_LT(quic.find("@th,224,32 & 0x70000 != 0 ip saddr"), quic.find("update @native4"));
   // Decided flows refresh their element: sets are dynamic with timeouts.
   EXPECT_TRUE(has(t, "set native4 {\n    type ipv4_addr . inet_service . ipv4_addr . inet_service\n"
                      "    flags dynamic,timeout\n    timeout 120s\n    size 65536\n  }"));
@@ -304,8 +307,8 @@ TEST(NftRules, GsoOfNativeFlowsInTheKernelWhenAskedFor) {
   EXPECT_GT(quic.find("meta length > 1500 goto decide_out"), quic.rfind("@native6"));
   EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@channel4"));
   EXPECT_EQ(quic.find("meta length"), quic.rfind("meta length"));  // once
-  EXPECT_FALSE(has(chain(t, "out_decide"), "meta length <= 1500"));
-  EXPECT_TRUE(has(chain(t, "out_decide"), "udp length >= 29 @th,64,8"));
+  EXPECT_FALSE(has(chain(t, "out_decide"), "length <="));  // no bound in the bulk rule
+  EXPECT_TRUE(has(chain(t, "out_decide"), "meta nfproto ipv4 meta l4proto udp @th,64,32"));
 }
 
 TEST(NftRules, SetElementKeysUseOneRegisterPerField) {
