@@ -93,10 +93,13 @@ TEST(NftRules, ObservedHandshakesAreQueuedAndStillGoToTheChannel) {
   EXPECT_LT(quic.find("@th,64,1 1 goto decide_out"), quic.find("@native4"));
   EXPECT_FALSE(has(quic, "@th,64,1 1 goto to_channel"));
   // Inbound: the server's long headers arriving on the channel are queued (observed), the
-  // rest of the channel returns as before.
+  // rest of the channel leaves the base chain (a goto: from_channel's end ends in_watch);
+  // one interface-name compare for every inbound packet.
   const std::string in = chain(t, "in_watch");
-  EXPECT_LT(in.find("iifname \"qs-wg0\" udp sport 443 @th,64,1 1 goto observe_in"),
-            in.find("iifname \"qs-wg0\" return"));
+  EXPECT_LT(in.find("iifname \"qs-wg0\" goto from_channel"), in.find("jump in_quic"));
+  EXPECT_EQ(in.find("iifname"), in.rfind("iifname"));
+  EXPECT_EQ(chain(t, "from_channel"),
+            "chain from_channel {\n    udp sport 443 @th,64,1 1 goto observe_in");
   EXPECT_TRUE(has(chain(t, "observe_in"), "meta mark set meta mark & 0xffffff00 | 0x54"));
   // Off (the default): no queueing of long headers, no observe chain.
   s.observe_handshakes = false;
@@ -130,14 +133,15 @@ TEST(NftRules, NatModeUntracksNativeAndMasqueradesTheChannel) {
   EXPECT_TRUE(has(chain(t, "account_native"), "counter name \"native_out\" notrack"));
   EXPECT_TRUE(has(chain(t, "in_quic"), "notrack counter comment \"native_in\""));
   EXPECT_FALSE(has(t, "ct zone"));
-  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" counter name \"channel_in\" accept"));
+  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" goto from_channel"));
+  EXPECT_TRUE(has(chain(t, "from_channel"), "    counter name \"channel_in\" accept"));
   EXPECT_TRUE(has(chain(t, "post_nat"), "oifname \"qsw-client\" masquerade"));
   // track_native: conntrack sees native packets; zone 1 keeps channel NAT bindings apart.
   s.track_native = true;
   t = ruleset_text(s);
   EXPECT_FALSE(has(t, "notrack"));
   EXPECT_TRUE(has(chain(t, "account_channel"), "counter name \"channel_out\" ct zone set 1"));
-  EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" counter name \"channel_in\" ct zone set 1 accept"));
+  EXPECT_TRUE(has(chain(t, "from_channel"), "    counter name \"channel_in\" ct zone set 1 accept"));
   s.nat = false;  // permissive: no zones, no NAT
   t = ruleset_text(s);
   EXPECT_FALSE(has(t, "ct zone"));
