@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "client/nft_queue_rules.hpp"
 #include "client/process.hpp"
 
 namespace quicstep::client {
@@ -136,6 +137,15 @@ std::string InstalledRules::install(const RulesetSpec& spec) {
     return describe({"nft", "-f", "-"}, r);
   }
   installed_ = true;
+  // The inbound queue rules: a second transaction (nft cannot write them). Until it lands,
+  // a watched answer is marked but not queued: accepted, as if no daemon listened.
+  NftNetlink netlink;
+  if (auto why = append_queue_rules(netlink, table_, inbound_queue_chains(spec),
+                                    spec.queue_inbound);
+      !why.empty()) {
+    remove();
+    return why;
+  }
   const char* tools[2][2] = {{"iptables-nft", "iptables-nft-restore"},
                              {"ip6tables-nft", "ip6tables-nft-restore"}};
   for (const auto& t : tools) {

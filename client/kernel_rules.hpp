@@ -1,7 +1,7 @@
-// The installed kernel half: the nft table and the iptables-nft queue rules of nft_rules.hpp,
-// put in place by `nft -f` and `iptables-nft-restore --noflush` (each one atomic
-// transaction), removed by the destructor (RAII) and by remove_kernel_rules() after a
-// crash. Also the kernel's counters (flow-set changes: nft_set_writer.hpp).
+// The installed kernel half: the nft table, its inbound queue rules and the iptables-nft
+// outbound queue rule of nft_rules.hpp, put in place by `nft -f`, a netlink transaction
+// (nft_queue_rules.hpp) and `iptables-nft-restore --noflush` (each one atomic transaction),
+// removed by the destructor (RAII) and by remove_kernel_rules() after a crash. Also the kernel's counters (flow-set changes: nft_set_writer.hpp).
 // All of it spawns programs and blocks for a few ms: control plane only.
 #pragma once
 
@@ -33,8 +33,9 @@ class InstalledRules {
   InstalledRules& operator=(const InstalledRules&) = delete;
   ~InstalledRules() { remove(); }
 
-  // Installs or atomically replaces the table, then the queue rules (v4 and v6). Empty on
-  // success, else the failing command and its output; on failure nothing of it stays.
+  // Installs or atomically replaces the table, then its inbound queue rules, then the
+  // outbound queue rule (v4 and v6). Empty on success, else the failing command and its
+  // output; on failure nothing of it stays.
   std::string install(const RulesetSpec& spec);
   void remove();
   bool installed() const { return installed_; }

@@ -1,7 +1,8 @@
 // nft_rules: the kernel half of quicstepd, as text. Generates the one nftables table
 // (`inet quicstep`) that decides in the kernel everything that needs no decision, and the
-// iptables-nft rules that queue the rest to the daemon (this kernel has no nft `queue`
-// expression, CONFIG_NFT_QUEUE unset; xt NFQUEUE through nft_compat works). Pure functions
+// NFQUEUE rules that queue the rest to the daemon (this kernel has no nft `queue`
+// expression, CONFIG_NFT_QUEUE unset; xt NFQUEUE through nft_compat works): outbound one
+// iptables-nft rule, inbound rules in the table's own chains (nft_queue_rules.hpp). Pure functions
 // of a RulesetSpec: no I/O here, so the text is unit-tested (tests/unit/client).
 //
 // Output path (locally generated packets), in hook order:
@@ -44,7 +45,8 @@
 // Input path: -310 `in_watch`: from the channel interface: counted (zone 1 with
 //   track_native in nat mode; stateless: counted and rewritten at the device's ingress,
 //   returned here); native UDP from a QUIC port: `notrack` (unless track_native),
-//   and DECIDE_IN for a flow in @watch4/6; iptables raw PREROUTING queues DECIDE_IN (bypass).
+//   and DECIDE_IN for a flow in @watch4/6, which its chain (watch_in; observe_in for the
+//   channel's long headers) ends by queueing (xt NFQUEUE, bypass: inbound_queue_chains).
 // Set elements are keyed in outbound orientation: client addr . client port . server addr .
 // server port.
 #pragma once
@@ -106,9 +108,14 @@ std::string ruleset_text(const RulesetSpec& spec);
 // The `nft -f` text that deletes the table, present or not (one transaction).
 std::string delete_table_text(std::string_view table);
 
-// iptables-restore --noflush input (either family) that inserts the two NFQUEUE rules at
-// the head of table raw's OUTPUT and PREROUTING, each tagged with kIptablesComment,
-// atomically. iptables_remove_text() turns an `iptables -t raw -S` listing into the input
+// The chains whose packets go to the inbound queue (queue_inbound): each ends with an xt
+// NFQUEUE rule that the daemon appends over netlink after `nft -f` (nft_queue_rules.hpp).
+std::vector<std::string> inbound_queue_chains(const RulesetSpec& spec);
+
+// iptables-restore --noflush input (either family) that inserts the outbound NFQUEUE rule at
+// the head of table raw's OUTPUT, tagged with kIptablesComment, atomically (it must sit in
+// a base chain after out_decide's re-route: a packet queued from the route chain itself is
+// not re-routed when its verdict keeps the mark). iptables_remove_text() turns an `iptables -t raw -S` listing into the input
 // that deletes every tagged rule ("" when there is none). The legacy variant removes the
 // user chains QUICSTEP_OUT/QUICSTEP_IN of earlier versions (run only when listed).
 inline constexpr const char* kIptablesComment = "quicstepd";

@@ -5,9 +5,7 @@
 #include <libnftnl/set.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
-#include <poll.h>
 
-#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -49,61 +47,16 @@ std::size_t build_op(char* buf, std::string_view table, const SetElementOp& op,
 
 }  // namespace
 
-NftSetWriter::~NftSetWriter() {
-  if (socket_ != nullptr) mnl_socket_close(socket_);
-}
-
-std::string NftSetWriter::open() {
-  if (socket_ != nullptr) return {};
-  socket_ = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-  if (socket_ == nullptr) return std::string("netlink socket: ") + std::strerror(errno);
-  if (mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID) < 0) {
-    std::string why = std::string("netlink bind: ") + std::strerror(errno);
-    mnl_socket_close(socket_);
-    socket_ = nullptr;
-    return why;
-  }
-  port_id_ = mnl_socket_get_portid(socket_);
-  return {};
-}
-
 int NftSetWriter::transaction(std::string_view table, std::span<const SetElementOp> ops) {
-  std::vector<char> buf((ops.size() + 2) * kBytesPerOp);
-  std::size_t len = 0;
-  const std::uint32_t first = seq_;
-  nlmsghdr* begin = nftnl_batch_begin(buf.data(), seq_++);
-  len += NLMSG_ALIGN(begin->nlmsg_len);
-  for (const auto& op : ops) len += build_op(buf.data() + len, table, op, seq_++);
-  nlmsghdr* end = nftnl_batch_end(buf.data() + len, seq_++);
-  len += NLMSG_ALIGN(end->nlmsg_len);
-  if (mnl_socket_sendto(socket_, buf.data(), len) < 0) return errno != 0 ? errno : EIO;
-
-  // One acknowledgement per element message (NLM_F_ACK). The kernel ran the transaction in
-  // sendmsg, so they are queued already; the poll only guards against a surprise.
-  std::size_t acks = 0;
-  int error = 0;
-  std::vector<char> rx(MNL_SOCKET_BUFFER_SIZE);
-  while (acks < ops.size()) {
-    pollfd p{mnl_socket_get_fd(socket_), POLLIN, 0};
-    if (::poll(&p, 1, 1000) <= 0) return error != 0 ? error : ETIMEDOUT;
-    const ssize_t n = mnl_socket_recvfrom(socket_, rx.data(), rx.size());
-    if (n < 0) return errno != 0 ? errno : EIO;
-    int left = static_cast<int>(n);
-    for (const nlmsghdr* h = reinterpret_cast<const nlmsghdr*>(rx.data()); mnl_nlmsg_ok(h, left);
-         h = mnl_nlmsg_next(h, &left)) {
-      if (h->nlmsg_pid != port_id_ || h->nlmsg_seq < first || h->nlmsg_seq >= seq_) continue;
-      if (h->nlmsg_type != NLMSG_ERROR) continue;
-      ++acks;
-      const auto* e = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(h));
-      if (e->error != 0 && error == 0) error = -e->error;
-    }
-  }
-  return error;
+  return netlink_.transaction(ops.size(), kBytesPerOp,
+                              [&](char* buf, std::uint32_t seq, std::size_t i) {
+                                return build_op(buf, table, ops[i], seq);
+                              });
 }
 
 int NftSetWriter::apply(std::string_view table, std::span<const SetElementOp> ops,
                         std::string* first_error) {
-  if (socket_ == nullptr) {
+  if (!netlink_.is_open()) {
     if (first_error != nullptr) *first_error = "netlink socket not open";
     return static_cast<int>(ops.size());
   }

@@ -1,5 +1,5 @@
 // NftSetWriter: applies flow-set changes (SetElementOp) to the installed table over an
-// nfnetlink socket (libnftnl messages, libmnl socket) in one nf_tables transaction, without
+// nfnetlink socket (libnftnl messages, nft_netlink.hpp) in one nf_tables transaction, without
 // starting a program. The kernel runs the transaction inside sendmsg, so apply() returns
 // after microseconds, where `nft -f` (fork, exec, cache fetch) took milliseconds — tens of
 // them while the CPUs are busy with a transfer, and the flow's packets waited in the queue
@@ -11,22 +11,16 @@
 #include <string>
 #include <string_view>
 
+#include "client/nft_netlink.hpp"
 #include "client/nft_rules.hpp"
-
-struct mnl_socket;
 
 namespace quicstep::client {
 
 class NftSetWriter {
  public:
-  NftSetWriter() = default;
-  NftSetWriter(const NftSetWriter&) = delete;
-  NftSetWriter& operator=(const NftSetWriter&) = delete;
-  ~NftSetWriter();
-
   // Opens the netlink socket in the caller's network namespace. Empty on success, else why.
-  std::string open();
-  bool is_open() const { return socket_ != nullptr; }
+  std::string open() { return netlink_.open(); }
+  bool is_open() const { return netlink_.is_open(); }
 
   // Applies `ops` to `table` (family inet) in one transaction. A transaction fails as a
   // whole (a delete of an absent element, a full set), so on failure each op is retried
@@ -39,9 +33,7 @@ class NftSetWriter {
   // One transaction; 0 when the kernel reported no error, else the first errno.
   int transaction(std::string_view table, std::span<const SetElementOp> ops);
 
-  mnl_socket* socket_ = nullptr;
-  std::uint32_t seq_ = 1;
-  std::uint32_t port_id_ = 0;
+  NftNetlink netlink_;
 };
 
 }  // namespace quicstep::client

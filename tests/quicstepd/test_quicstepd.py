@@ -191,6 +191,8 @@ class QuicstepdLab(unittest.TestCase):
         self.assertGreaterEqual(share, 0.95)
         self.assertLessEqual(abs(reported - at_provider), 0.02 * at_provider)
         self.assertGreaterEqual(st["watchdog"]["moved_native"], 1)
+        # Confirmed by the server's first native answers, queued from the watch chain.
+        self.assertGreaterEqual(st["watchdog"]["confirmed"], 1)
 
     def test_3_kill9_mid_transfer_cleanup_restart(self):
         cn, native, cp, channel = self.captures("kill")

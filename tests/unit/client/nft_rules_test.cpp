@@ -265,15 +265,15 @@ TEST(NftRules, CheckSpecRefusesBadValues) {
   EXPECT_NE(check_spec(s), "");
 }
 
-TEST(NftRules, IptablesQueuesBothMarksWithBypass) {
+TEST(NftRules, IptablesQueuesTheOutboundMarkWithBypass) {
   RulesetSpec s;
   s.queue_outbound = 7;
   s.queue_inbound = 9;
   const std::string t = iptables_install_text(s);
   EXPECT_TRUE(has(t, "-I OUTPUT 1 -m mark --mark 0x53/0xff -m comment --comment quicstepd -j "
                      "NFQUEUE --queue-num 7 --queue-bypass"));
-  EXPECT_TRUE(has(t, "-I PREROUTING 1 -m mark --mark 0x54/0xff -m comment --comment quicstepd "
-                     "-j NFQUEUE --queue-num 9 --queue-bypass"));
+  // Inbound packets are queued from the table's own chains (no base chain for every packet).
+  EXPECT_FALSE(has(t, "PREROUTING"));
   // No user chain: a jump costs every packet a counter and the jump.
   EXPECT_FALSE(has(t, "-j QUICSTEP"));
   EXPECT_FALSE(has(t, ":"));
@@ -281,7 +281,21 @@ TEST(NftRules, IptablesQueuesBothMarksWithBypass) {
   EXPECT_TRUE(has(iptables_remove_legacy_text(), "-X QUICSTEP_OUT"));
 }
 
+TEST(NftRules, InboundQueueRulesEndTheChainsThatPickThePackets) {
+  RulesetSpec s;
+  s.observe_handshakes = false;
+  EXPECT_EQ(inbound_queue_chains(s), std::vector<std::string>{"watch_in"});
+  s.observe_handshakes = true;
+  EXPECT_EQ(inbound_queue_chains(s), (std::vector<std::string>{"watch_in", "observe_in"}));
+  // Each of them exists in the table and marks DECIDE_IN before the queue rule is appended.
+  const std::string t = ruleset_text(s);
+  for (const auto& c : inbound_queue_chains(s)) {
+    EXPECT_TRUE(has(chain(t, c), "meta mark set meta mark & 0xffffff00 | 0x54")) << c;
+  }
+}
+
 TEST(NftRules, IptablesRemovalDeletesOnlyTaggedRules) {
+  // Earlier versions also had a PREROUTING rule: removed on upgrade like the rest.
   // As `iptables-nft -t raw -S` lists them, with someone else's rule in between.
   const std::string listing =
       "-P PREROUTING ACCEPT\n-P OUTPUT ACCEPT\n"
