@@ -23,6 +23,7 @@
 #include "client/nft_set_writer.hpp"
 #include "client/routing.hpp"
 #include "client/status.hpp"
+#include "client/watched_ports.hpp"
 
 namespace quicstep::client {
 namespace asio = boost::asio;
@@ -102,6 +103,8 @@ struct Daemon::Impl {
   // Native-set elements added recently, so that each flow costs one set update per second
   // at most. Bounded: cleared when full.
   std::unordered_map<common::FlowKey, common::Timestamp, common::FlowKeyHash> recent_native;
+  // The client ports in the kernel's watchports set (the watch set's gate).
+  WatchedPorts watched_ports;
   // Set changes of one burst, applied together after its verdicts.
   std::vector<SetElementOp> element_ops;
   NftSetWriter set_writer;
@@ -126,6 +129,8 @@ struct Daemon::Impl {
   PacketVerdict decide_out(const QueuedPacket& p);
   Direction inbound_direction(const QueuedPacket& p);
   void after_burst();
+  // `flow` is no longer watched: delete its port from the kernel's set if no other uses it.
+  void unwatch_port(const common::FlowKey& flow);
   void arm_expiry();
   void watch_channel();
   void channel_changed(unsigned index);
@@ -259,11 +264,16 @@ void Daemon::Impl::after_burst() {
       switch (e.kind) {
         case FlowEvent::Kind::moved_native:
           if (config.policy.watchdog.enabled) {
+            // Port and flow in one transaction: no answer passes the port check unseen.
+            if (watched_ports.watch(e.flow)) {
+              element_ops.push_back({true, FlowSet::watch_port, e.flow, {}});
+            }
             element_ops.push_back({true, FlowSet::watch, e.flow, spec.watch_timeout});
           }
           break;
         case FlowEvent::Kind::confirmed:
           element_ops.push_back({false, FlowSet::watch, e.flow, {}});
+          unwatch_port(e.flow);
           recent_native[e.flow] = steady_now();
           element_ops.push_back({true, FlowSet::native, e.flow, spec.native_timeout});
           break;
@@ -273,9 +283,12 @@ void Daemon::Impl::after_burst() {
           recent_native.erase(e.flow);
           element_ops.push_back({false, FlowSet::native, e.flow, {}});
           element_ops.push_back({true, FlowSet::channel, e.flow, spec.native_timeout});
+          // Its watch element expires by itself; behind the port check it is not reached.
+          unwatch_port(e.flow);
           break;
         case FlowEvent::Kind::forgotten:
           recent_native.erase(e.flow);
+          unwatch_port(e.flow);
           break;
       }
     }
@@ -291,6 +304,10 @@ void Daemon::Impl::after_burst() {
   }
   element_ops.clear();
   arm_expiry();
+}
+
+void Daemon::Impl::unwatch_port(const common::FlowKey& flow) {
+  if (watched_ports.unwatch(flow)) element_ops.push_back({false, FlowSet::watch_port, flow, {}});
 }
 
 void Daemon::Impl::arm_expiry() {
@@ -353,6 +370,7 @@ void Daemon::Impl::channel_changed(unsigned index) {
                   config.daemon.channel_interface, why);
     return;
   }
+  watched_ports.clear();  // the new table's sets are empty
   spec = new_spec;
   recent_native.clear();
   channel_ifindex = index;
@@ -399,6 +417,7 @@ void Daemon::Impl::reload() {
   const bool new_rules = ruleset_text(new_spec) != ruleset_text(spec);
   if (new_rules) {
     keep_kernel_counters();
+    watched_ports.clear();  // either table below starts with empty sets
     if (auto why = rules.install(new_spec); !why.empty()) {
       spdlog::error("reload: {}; keeping the old rules", why);
       rules.install(spec);
@@ -413,6 +432,10 @@ void Daemon::Impl::reload() {
     spdlog::warn("reload: flow table or cache sizes/timeouts changed; flow state reset");
     std::random_device rd;
     classifier = std::make_unique<Classifier>(config.policy, (std::uint64_t(rd()) << 32) | rd());
+    // Their ports leave the kernel's set with the next burst's flow-set changes.
+    for (const auto& f : watched_ports.release_all()) {
+      element_ops.push_back({false, FlowSet::watch_port, f, {}});
+    }
     recent_native.clear();
   }
   preload_destinations();

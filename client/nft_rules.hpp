@@ -125,14 +125,18 @@ std::string iptables_remove_legacy_text();
 
 // Flow sets: "native", "channel" (pinned) or "watch"; the element text of a flow in the
 // set of its family, e.g. `add element inet quicstep native4 { 198.18.1.2 . 40000 .
-// 198.18.10.10 . 443 timeout 120s }`.
-enum class FlowSet : std::uint8_t { native, channel, watch };
+// 198.18.10.10 . 443 timeout 120s }`. watch_port is the set of watched flows' client ports
+// ("watchports", both families, no timeout: the daemon deletes what it added, WatchedPorts),
+// which inbound packets meet before the watch set's lookup: `add element inet quicstep
+// watchports { 40000 }`.
+enum class FlowSet : std::uint8_t { native, channel, watch, watch_port };
 std::string_view to_string(FlowSet s);
 std::string add_element_text(std::string_view table, FlowSet set, const common::FlowKey& flow,
                              std::chrono::seconds timeout);
 std::string delete_element_text(std::string_view table, FlowSet set,
                                 const common::FlowKey& flow);
-// "native4", "watch6", ...: the set of `set` that holds flows of `flow`'s family.
+// "native4", "watch6", ...: the set of `set` that holds flows of `flow`'s family
+// ("watchports" for watch_port).
 std::string set_name(FlowSet set, const common::FlowKey& flow);
 
 // One change to a flow set. The daemon applies them over netlink (NftSetWriter), without
@@ -149,5 +153,8 @@ std::string element_op_text(std::string_view table, const SetElementOp& op);
 // inet_service`: each field in network byte order in its own 4-octet register slot (a port:
 // 2 octets and 2 zero octets), so 16 octets for IPv4 and 40 for IPv6.
 std::vector<std::uint8_t> set_element_key(const common::FlowKey& flow);
+// The key of `flow`'s element in `set`: the above, or for watch_port the client port alone
+// (2 octets, network byte order: the set has a single 2-octet field).
+std::vector<std::uint8_t> set_element_key(FlowSet set, const common::FlowKey& flow);
 
 }  // namespace quicstep::client

@@ -30,9 +30,9 @@ std::size_t build_op(char* buf, std::string_view table, const SetElementOp& op,
   nftnl_set_set_str(set.get(), NFTNL_SET_TABLE, table_name.c_str());
   nftnl_set_set_str(set.get(), NFTNL_SET_NAME, name.c_str());
   nftnl_set_elem* elem = nftnl_set_elem_alloc();  // owned by the set once added
-  const std::vector<std::uint8_t> key = set_element_key(op.flow);
+  const std::vector<std::uint8_t> key = set_element_key(op.set, op.flow);
   nftnl_set_elem_set(elem, NFTNL_SET_ELEM_KEY, key.data(), static_cast<std::uint32_t>(key.size()));
-  if (op.add) {
+  if (op.add && op.set != FlowSet::watch_port) {  // watchports has no timeouts
     nftnl_set_elem_set_u64(elem, NFTNL_SET_ELEM_TIMEOUT,
                            static_cast<std::uint64_t>(op.timeout.count()) * 1000);
   }

@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
 """The kernel's cost per native packet of quicstepd's rules, side by side with the paper's
 rules (rules/paper_rules.sh) and with no rules: a CPU-bound sender (a bulk upload) pays it
-on every datagram. A benchmark, not a test: root; two namespaces of its own (qs-rc-a sends,
-qs-rc-b drops at its veth's ingress), no lab needed.
+on every datagram, and on every answer it receives (an upload's ACKs). A benchmark, not a
+test: root; two namespaces of its own (qs-rc-a holds the rules, qs-rc-b the other end), no
+lab needed.
 
-    sudo tests/quicstepd/bench_rule_cost.py [--rounds 8] [--packets 400000] [--json out.json]
+    sudo tests/quicstepd/bench_rule_cost.py [--rounds 8] [--packets 400000] [--ipv6]
+                                            [--inbound] [--json out.json]
 
 Each round installs each mode in turn and sends PACKETS 1200-byte short-header datagrams
 of one flow with udp_blaster (sendmmsg on a connected socket); the figure is the sender's
-system CPU time per datagram, median over rounds. In the quicstepd mode the flow is in the
-native set, as a decided flow's is (the bulk path), and the rule's counter must show every
-datagram, or the run fails."""
+system CPU time per datagram, median over rounds. Outbound (the default) qs-rc-a sends and
+qs-rc-b drops at its veth's ingress; in the quicstepd mode the flow is in the native set,
+as a decided flow's is (the bulk path), and the bulk rule's counter must show every
+datagram, or the run fails. With --inbound qs-rc-b sends the server's side of the flow (from
+port 443) and qs-rc-a receives it (an input chain drops it after routing, in every mode); the
+veth delivers in the sender's context, so its system time includes qs-rc-a's prerouting;
+the native_in counter must show every datagram. quicstepd's inbound queue rules (reached
+only by a watched flow's packets) are not installed here."""
 import argparse
 import json
 import os
@@ -56,6 +63,10 @@ def setup():
     for addr in (DST, DST6):
         run("ip", "neigh", "replace", addr, "lladdr", mac, "dev", "qs-rc-va", "nud", "permanent",
             ns=A)
+    mac_a = run("cat", "/sys/class/net/qs-rc-va/address", ns=A).strip()
+    for addr in (SRC, SRC6):
+        run("ip", "neigh", "replace", addr, "lladdr", mac_a, "dev", "qs-rc-vb", "nud",
+            "permanent", ns=B)
     # A stand-in for the WireGuard device (the stateless rules bind chains to it).
     run("ip", "tuntap", "add", CHANNEL, "mode", "tun", ns=A)
     run("ip", "addr", "add", TUNNEL + "/32", "dev", CHANNEL, ns=A)
@@ -89,12 +100,18 @@ def mode_down(mode):
     run("nft", "flush", "ruleset", ns=A)  # iptables-nft's tables are nft tables too
 
 
-def native_out_packets():
-    """The bulk rule's counter (the rule whose comment is native_out in out_decide)."""
-    out = run("nft", "list", "chain", "inet", "quicstep", "out_decide", ns=A)
+# Inbound: what reaches qs-rc-a is dropped after routing (no socket, no ICMP errors).
+INPUT_SINK = ("table inet qs_rc_sink {\n chain in {\n  type filter hook input priority 0; "
+              "policy drop;\n }\n}\n")
+
+
+def counted(chain, comment):
+    """Packets counted by the rules of quicstepd's chain whose comment is `comment` (the bulk
+    rule in out_decide: native_out; inbound, in in_watch: native_in)."""
+    out = run("nft", "list", "chain", "inet", "quicstep", chain, ns=A)
     total = 0
     for line in out.splitlines():
-        if 'comment "native_out"' in line and "counter packets" in line:
+        if f'comment "{comment}"' in line and "counter packets" in line:
             total += int(line.split("counter packets")[1].split()[0])
     return total
 
@@ -104,6 +121,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--packets", type=int, default=400000)
     ap.add_argument("--ipv6", action="store_true", help="send over IPv6 instead of IPv4")
+    ap.add_argument("--inbound", action="store_true",
+                    help="the rules' cost per received datagram (the server's side sends)")
     ap.add_argument("--modes", default="none,paper,quicstepd",
                     help="comma-separated: none, paper, quicstepd, and quicstepd=PRINT_RULESET "
                          "(the rules another build's print_ruleset prints)")
@@ -119,10 +138,18 @@ def main():
         for r in range(args.rounds):
             for m in modes:
                 mode_up(m, args.ipv6)
-                out = run(BLASTER, DST6 if args.ipv6 else DST, str(args.packets), str(SPORT), ns=A)
-                if m.startswith("quicstepd") and native_out_packets() < args.packets:
-                    raise RuntimeError("the flow did not take the bulk rule "
-                                       f"({native_out_packets()} of {args.packets} counted)")
+                if args.inbound:
+                    run("nft", "-f", "-", ns=A, stdin=INPUT_SINK)
+                    out = run(BLASTER, SRC6 if args.ipv6 else SRC, str(args.packets), "443",
+                              str(SPORT), ns=B)
+                    where = ("in_watch", "native_in")
+                else:
+                    out = run(BLASTER, DST6 if args.ipv6 else DST, str(args.packets), str(SPORT),
+                              ns=A)
+                    where = ("out_decide", "native_out")
+                if m.startswith("quicstepd") and counted(*where) < args.packets:
+                    raise RuntimeError(f"the flow did not take the {where[1]} rule "
+                                       f"({counted(*where)} of {args.packets} counted)")
                 mode_down(m)
                 ns_per_packet[m].append(float(out.split()[0]))
             print(f"round {r + 1}/{args.rounds}: " + "  ".join(
@@ -130,7 +157,8 @@ def main():
     finally:
         teardown()
     med = {m: statistics.median(v) for m, v in ns_per_packet.items()}
-    print(f"system CPU ns per {'IPv6' if args.ipv6 else 'IPv4'} datagram sent, median of "
+    print(f"system CPU ns per {'IPv6' if args.ipv6 else 'IPv4'} datagram "
+          f"{'received' if args.inbound else 'sent'}, median of "
           f"{args.rounds} rounds of {args.packets}:")
     for m in modes:
         extra = f"  (+{med[m] - med['none']:.0f} ns over none)" if "none" in med else ""
@@ -140,8 +168,8 @@ def main():
         print(f"quicstepd's rules cost a native packet {q - p:+.0f} ns more than the paper's")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"ns_per_packet": ns_per_packet, "median": med,
-                       "packets": args.packets, "ipv6": args.ipv6}, f, indent=2)
+            json.dump({"ns_per_packet": ns_per_packet, "median": med, "packets": args.packets,
+                       "ipv6": args.ipv6, "inbound": args.inbound}, f, indent=2)
 
 
 if __name__ == "__main__":

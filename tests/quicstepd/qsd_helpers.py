@@ -228,6 +228,17 @@ def native_set_has(netns, server, port=443):
     return f". {server} . {port}" in out
 
 
+def watched_ports(netns):
+    """The client ports in the daemon's watchports set (the watch set's gate): those of flows
+    the watchdog still waits on."""
+    out = subprocess.run(["ip", "netns", "exec", netns, "nft", "list", "set", "inet", "quicstep",
+                          "watchports"], capture_output=True, text=True).stdout
+    if "elements = {" not in out:
+        return set()
+    body = out.split("elements = {", 1)[1].split("}", 1)[0]
+    return {int(p) for p in body.replace(",", " ").split()}
+
+
 def native_packets_by_rule(netns):
     """The kernel's native-path packet counts (rules commented native_out): (in the bulk
     rule at the head of out_decide, in quic_out's rules). A decided flow's short headers

@@ -170,6 +170,7 @@ class QuicstepdLab(unittest.TestCase):
         self.assertGreaterEqual(st["daemon"]["set_updates"], 1)
         self.assertEqual(st["daemon"]["set_update_failures"], 0)
         self.assert_bulk_rule_carries_native("v4")
+        watched_after_fetch = h.watched_ports(self.client_ns)
         self.stop_captures(cn, cp)
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         self.assertEqual(h.kernel_state(self.client_ns),
@@ -191,8 +192,10 @@ class QuicstepdLab(unittest.TestCase):
         self.assertGreaterEqual(share, 0.95)
         self.assertLessEqual(abs(reported - at_provider), 0.02 * at_provider)
         self.assertGreaterEqual(st["watchdog"]["moved_native"], 1)
-        # Confirmed by the server's first native answers, queued from the watch chain.
+        # Confirmed by the server's first native answers, queued from the watch chain (behind
+        # the watched-port gate, which the confirmation emptied again).
         self.assertGreaterEqual(st["watchdog"]["confirmed"], 1)
+        self.assertEqual(watched_after_fetch, set())
 
     def test_3_kill9_mid_transfer_cleanup_restart(self):
         cn, native, cp, channel = self.captures("kill")

@@ -96,7 +96,7 @@ TEST(NftRules, ObservedHandshakesAreQueuedAndStillGoToTheChannel) {
   // rest of the channel leaves the base chain (a goto: from_channel's end ends in_watch);
   // one interface-name compare for every inbound packet.
   const std::string in = chain(t, "in_watch");
-  EXPECT_LT(in.find("iifname \"qs-wg0\" goto from_channel"), in.find("jump in_quic"));
+  EXPECT_LT(in.find("iifname \"qs-wg0\" goto from_channel"), in.find("udp sport 443"));
   EXPECT_EQ(in.find("iifname"), in.rfind("iifname"));
   EXPECT_EQ(chain(t, "from_channel"),
             "chain from_channel {\n    udp sport 443 @th,64,1 1 goto observe_in");
@@ -131,7 +131,8 @@ TEST(NftRules, NatModeUntracksNativeAndMasqueradesTheChannel) {
   EXPECT_TRUE(has(chain(t, "out_account"), "meta mark & 0xff vmap { 0x51 : goto account_channel, "
                                            "0x53 : goto account_channel, 0x52 : goto account_native }"));
   EXPECT_TRUE(has(chain(t, "account_native"), "counter name \"native_out\" notrack"));
-  EXPECT_TRUE(has(chain(t, "in_quic"), "notrack counter comment \"native_in\""));
+  EXPECT_TRUE(has(chain(t, "in_watch"), "udp sport 443 notrack counter udp dport @watchports "
+                                        "goto in_watched comment \"native_in\""));
   EXPECT_FALSE(has(t, "ct zone"));
   EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" goto from_channel"));
   EXPECT_TRUE(has(chain(t, "from_channel"), "    counter name \"channel_in\" accept"));
@@ -209,8 +210,28 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
 
 TEST(NftRules, WatchSetMatchesInboundInOutboundOrientation) {
   const std::string t = ruleset_text(RulesetSpec{});
-  EXPECT_TRUE(has(chain(t, "in_quic"), "ip daddr . udp dport . ip saddr . udp sport @watch4 goto watch_in"));
+  EXPECT_TRUE(has(chain(t, "in_watched"), "ip daddr . udp dport . ip saddr . udp sport @watch4 goto watch_in"));
   EXPECT_TRUE(has(chain(t, "watch_in"), "| 0x54"));
+  // Only a watched port's packets reach the watch set: every native answer is counted, then
+  // meets the port bitmap (no flags, a 2-octet key).
+  EXPECT_TRUE(has(chain(t, "in_watch"), "counter udp dport @watchports goto in_watched comment "
+                                        "\"native_in\""));
+  EXPECT_TRUE(has(t, "  set watchports {\n    type inet_service\n  }\n"));
+}
+
+TEST(NftRules, WatchedPortElements) {
+  common::FlowKey k;
+  k.client = common::IpAddress::v6({0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2});
+  k.server = common::IpAddress::v6({0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3});
+  k.client_port = 40000;  // 0x9c40
+  k.server_port = 443;
+  EXPECT_EQ(set_name(FlowSet::watch_port, k), "watchports");
+  EXPECT_EQ(set_element_key(FlowSet::watch_port, k), (std::vector<std::uint8_t>{0x9c, 0x40}));
+  EXPECT_EQ(set_element_key(FlowSet::watch, k), set_element_key(k));
+  EXPECT_EQ(add_element_text("quicstep", FlowSet::watch_port, k, std::chrono::seconds(5)),
+            "add element inet quicstep watchports { 40000 }\n");
+  EXPECT_EQ(delete_element_text("quicstep", FlowSet::watch_port, k),
+            "delete element inet quicstep watchports { 40000 }\n");
 }
 
 TEST(NftRules, ExemptsTheChannelEndpoint) {
@@ -391,7 +412,7 @@ TEST(NftRules, ParsesKernelCounters) {
     {"rule": {"family": "inet", "table": "quicstep", "chain": "quic_out", "handle": 9,
               "comment": "native_out", "expr": [{"notrack": null},
               {"counter": {"packets": 5, "bytes": 100}}, {"return": null}]}},
-    {"rule": {"family": "inet", "table": "quicstep", "chain": "in_quic", "handle": 10,
+    {"rule": {"family": "inet", "table": "quicstep", "chain": "in_watch", "handle": 10,
               "comment": "native_in", "expr": [{"counter": {"packets": 3, "bytes": 30}}]}},
     {"rule": {"family": "inet", "table": "quicstep", "chain": "x", "handle": 11,
               "expr": [{"counter": {"packets": 1, "bytes": 1}}]}}]})";
