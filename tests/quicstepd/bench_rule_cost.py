@@ -106,9 +106,10 @@ INPUT_SINK = ("table inet qs_rc_sink {\n chain in {\n  type filter hook input pr
 
 
 def counted(chain, comment):
-    """Packets counted by the rules of quicstepd's chain whose comment is `comment` (the bulk
-    rule in out_decide: native_out; inbound, in in_watch: native_in)."""
-    out = run("nft", "list", "chain", "inet", "quicstep", chain, ns=A)
+    """Packets counted by quicstepd's rules whose comment is `comment`, in `chain` (the bulk
+    rule in out_decide: native_out) or, if None, the whole table (inbound: native_in)."""
+    where = ["chain", "inet", "quicstep", chain] if chain else ["table", "inet", "quicstep"]
+    out = run("nft", "list", *where, ns=A)
     total = 0
     for line in out.splitlines():
         if f'comment "{comment}"' in line and "counter packets" in line:
@@ -142,7 +143,7 @@ def main():
                     run("nft", "-f", "-", ns=A, stdin=INPUT_SINK)
                     out = run(BLASTER, SRC6 if args.ipv6 else SRC, str(args.packets), "443",
                               str(SPORT), ns=B)
-                    where = ("in_watch", "native_in")
+                    where = (None, "native_in")
                 else:
                     out = run(BLASTER, DST6 if args.ipv6 else DST, str(args.packets), str(SPORT),
                               ns=A)
