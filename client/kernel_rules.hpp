@@ -1,8 +1,9 @@
 // The installed kernel half: the nft table, its inbound queue rules and the iptables-nft
 // outbound queue rule of nft_rules.hpp, put in place by `nft -f`, a netlink transaction
 // (nft_queue_rules.hpp) and `iptables-nft-restore --noflush` (each one atomic transaction),
-// removed by the destructor (RAII) and by remove_kernel_rules() after a crash. Also the kernel's counters (flow-set changes: nft_set_writer.hpp).
-// All of it spawns programs and blocks for a few ms: control plane only.
+// removed by the destructor (RAII) and by remove_kernel_rules() after a crash. Also the
+// kernel's counters (flow-set changes: nft_set_writer.hpp).
+// It spawns programs and blocks for a few ms: control plane only.
 #pragma once
 
 #include <cstdint>

@@ -115,9 +115,10 @@ std::vector<std::string> inbound_queue_chains(const RulesetSpec& spec);
 // iptables-restore --noflush input (either family) that inserts the outbound NFQUEUE rule at
 // the head of table raw's OUTPUT, tagged with kIptablesComment, atomically (it must sit in
 // a base chain after out_decide's re-route: a packet queued from the route chain itself is
-// not re-routed when its verdict keeps the mark). iptables_remove_text() turns an `iptables -t raw -S` listing into the input
-// that deletes every tagged rule ("" when there is none). The legacy variant removes the
-// user chains QUICSTEP_OUT/QUICSTEP_IN of earlier versions (run only when listed).
+// not re-routed when its verdict keeps the mark). iptables_remove_text() turns an
+// `iptables -t raw -S` listing into the input that deletes every tagged rule ("" when there
+// is none; earlier versions' PREROUTING rule included). The legacy variant removes the user
+// chains QUICSTEP_OUT/QUICSTEP_IN of earlier versions (run only when listed).
 inline constexpr const char* kIptablesComment = "quicstepd";
 std::string iptables_install_text(const RulesetSpec& spec);
 std::string iptables_remove_text(const std::string& listing);
