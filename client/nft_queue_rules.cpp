@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 
 namespace quicstep::client {
 namespace {
@@ -32,6 +33,7 @@ std::size_t build_queue_rule(char* buf, std::uint32_t seq, const std::string& ta
   nftnl_expr_set_u32(target, NFTNL_EXPR_TG_REV, 3);
   // libnftnl takes ownership of the target's info (and frees it): a malloc'ed copy.
   auto* info = static_cast<xt_NFQ_info_v3*>(std::calloc(1, sizeof(xt_NFQ_info_v3)));
+  if (info == nullptr) throw std::bad_alloc();
   info->queuenum = queue;
   info->queues_total = 1;
   info->flags = NFQ_FLAG_BYPASS;
