@@ -364,7 +364,8 @@ std::string check_spec(const RulesetSpec& s) {
   for (auto p : s.quic_ports) {
     if (p == 0) return "QUIC port 0 is not a port";
   }
-  // The bulk rule's UDP length range: 29 .. threshold - IPv6 header.
+  // The bulk rule's UDP length bound (threshold - IPv6 header) must leave room for QUIC's
+  // shortest datagram (29 bytes; the rule itself also needs 32 for its sample load).
   if (s.gso_threshold < 40 + 29 || s.gso_threshold > 65535) return "bad GSO threshold";
   const std::uint32_t marks[] = {s.mark_channel, s.mark_native, s.mark_decide_out,
                                  s.mark_decide_in};
