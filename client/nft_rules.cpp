@@ -110,15 +110,20 @@ void flow_sets(std::ostringstream& o, const RulesetSpec& s) {
 
 constexpr const char* kFlow4 = "ip saddr . udp sport . ip daddr . udp dport";
 constexpr const char* kFlow6 = "ip6 saddr . udp sport . ip6 daddr . udp dport";
-// Three low bits of the UDP payload's byte 21 (see out_decide_chain): zero in ~1 packet of 8,
-// which then refreshes its native-set element in quic_out.
-constexpr const char* kSampleBits = "@th,224,32 & 0x70000";
+// The UDP payload's byte 21 (see out_decide_chain): zero in ~1 packet of 256, which then
+// refreshes its native-set element in quic_out. Each such packet costs ~300 ns more than the
+// bulk rule (quic_out's calls and the set update): with one packet in 8 (three bits, an
+// earlier version) that was ~40 ns on every native packet (bench_rule_cost.py, whose
+// datagrams vary this byte as ciphertext does); with one in 256, ~1 ns. The price: a flow
+// with fewer than a few hundred packets per element timeout may see its element expire; its
+// next packet then passes the queue once and the daemon re-adds it.
+constexpr const char* kSampleBits = "@th,224,32 & 0xff0000";
 
 void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   o << "  chain out_decide {\n"
        "    type route hook output priority -310; policy accept;\n";
   // The bulk path first, in one rule per family: a decided flow's short headers (long
-  // enough to be QUIC, not one of the ~1 in 8 packets that refresh the element in
+  // enough to be QUIC, not one of the ~1 in 256 packets that refresh the element in
   // quic_out). Everything this rule checks, the rules below check again for the rest; lo
   // and the exempt endpoint never reach the native set (they are never queued), so
   // checking them first would only cost the bulk path. GSO super-packets too unless
@@ -144,7 +149,7 @@ void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
   //   IP header (`meta length` would cost a byte-order conversion).
   // - The first byte, as 4 bytes from the UDP payload's start: header form 0 (short).
   // - Long enough to be QUIC (29 bytes, quic_out's bound), and the sample that leaves ~1 in
-  //   8 packets to quic_out, in one 4-byte load at UDP offset 28: it fails (the rule does
+  //   256 packets to quic_out, in one 4-byte load at UDP offset 28: it fails (the rule does
   //   not match) for a datagram shorter than 32 bytes, which quic_out then judges, and its
   //   second byte (payload byte 21) lies past the longest connection ID (20 bytes), so it is
   //   a header-protected packet-number byte or ciphertext: pseudo-random per packet.
@@ -216,9 +221,9 @@ void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
   const std::string gso = "    meta length > " + std::to_string(s.gso_threshold) +
                           " goto decide_out\n";
   if (!s.gso_native_fast) o << gso;
-  // A flow decided earlier. About one packet in 8 refreshes its element's timeout: those
-  // whose sample bits (kSampleBits: under header protection or ciphertext, pseudo-random per
-  // packet) are zero, and those of 29 to 31 bytes, too short for the sample. A live flow
+  // A flow decided earlier. About one packet in 256 refreshes its element's timeout: those
+  // whose sample byte (kSampleBits: under header protection or ciphertext, pseudo-random per
+  // packet) is zero, and those of 29 to 31 bytes, too short for the sample. A live flow
   // stays in the set without a set update on every packet; an element that expires anyway
   // (a flow quieter than that) only sends the flow's next packet through the queue again,
   // where the daemon re-adds it.

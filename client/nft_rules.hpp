@@ -13,7 +13,7 @@
 //        headers to QUIC ports:
 //        a flow in @native4/6 keeps its mark (no re-route on the bulk path: the daemon
 //        decided it native) and, unless track_native, gets `notrack` (no conntrack, no NAT
-//        hooks); about one packet in 8 refreshes the element's timeout. A
+//        hooks); about one packet in 256 refreshes the element's timeout. A
 //        flow in @channel4/6 gets CHANNEL, anything else gets DECIDE_OUT (which policy
 //        routing also sends to the channel).
 //        GSO super-packets (longer than gso_threshold) get DECIDE_OUT (the kernel segments

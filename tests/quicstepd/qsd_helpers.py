@@ -242,7 +242,7 @@ def watched_ports(netns):
 def native_packets_by_rule(netns):
     """The kernel's native-path packet counts (rules commented native_out): (in the bulk
     rule at the head of out_decide, in quic_out's rules). A decided flow's short headers
-    should take the bulk rule but for the ~1 in 8 that refresh the set element."""
+    should take the bulk rule but for the ~1 in 256 that refresh the set element."""
     def counted(chain):
         out = subprocess.run(["ip", "netns", "exec", netns, "nft", "list", "chain", "inet",
                               "quicstep", chain], capture_output=True, text=True).stdout

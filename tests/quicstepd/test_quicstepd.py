@@ -139,12 +139,14 @@ class QuicstepdLab(unittest.TestCase):
     # --- tests ---------------------------------------------------------------------------
     def assert_bulk_rule_carries_native(self, label):
         """The kernel's bulk rule (the head of out_decide) took the decided flow's packets:
-        all but the ~1 in 8 whose sample bits send them to quic_out to refresh the element.
+        all but the ~1 in 256 whose sample byte sends them to quic_out to refresh the element.
         Without it they would all still go native, through quic_out, at a higher cost each."""
         bulk, slow = h.native_packets_by_rule(self.client_ns)
         print(f"\n[{label}] native packets: bulk rule {bulk}, quic_out {slow}")
-        self.assertGreaterEqual(bulk, 0.75 * (bulk + slow))
-        self.assertGreater(slow, 0)  # and some refreshed the element
+        self.assertGreaterEqual(bulk, 0.95 * (bulk + slow))
+        # No check that some refreshed the element: a lab fetch sends ~750 native packets,
+        # and with none of them sampled one time in 20 ((255/256)^750) such a check would
+        # fail by chance. bench_rule_cost.py checks that some do (its sample byte cycles).
 
     def test_1_bad_config_exit_2_nothing_installed(self):
         bad = os.path.join(self.work, "bad.toml")

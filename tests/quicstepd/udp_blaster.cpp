@@ -4,7 +4,10 @@
 //
 // Sends COUNT 1200-byte datagrams (first byte 0x41: a QUIC short header) from a connected
 // socket with sendmmsg, 64 at a time, and prints one line: system CPU ns per datagram,
-// wall-clock ns per datagram, failed sendmmsg calls. System time is the kernel's work on
+// wall-clock ns per datagram, failed sendmmsg calls. The rest of each datagram is
+// pseudo-random, as a protected packet's is, and its byte 21 (quicstepd's refresh sample,
+// client/nft_rules.cpp) takes each of its 256 values once in every 256 datagrams: the
+// rules' share of refreshed packets is exact, as in real traffic. System time is the kernel's work on
 // the send path (netfilter hooks included); the caller sinks the datagrams cheaply.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string_view>
 
 namespace {
@@ -80,12 +84,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   constexpr int kBatch = 64;
-  static std::array<std::array<char, 1200>, kBatch> bufs;
-  std::array<iovec, kBatch> iov{};
-  std::array<mmsghdr, kBatch> msgs{};
-  for (int i = 0; i < kBatch; ++i) {
-    bufs[i].fill(0x5a);
+  constexpr int kBuffers = 256;  // 4 batches: every value of byte 21 once
+  static std::array<std::array<char, 1200>, kBuffers> bufs;
+  std::array<iovec, kBuffers> iov{};
+  std::array<mmsghdr, kBuffers> msgs{};
+  std::mt19937 random(2026);  // fixed seed: every run sends the same bytes
+  for (int i = 0; i < kBuffers; ++i) {
+    for (char& c : bufs[i]) c = static_cast<char>(random() & 0xff);
     bufs[i][0] = 0x41;  // short header, fixed bit, key phase 0, packet number length 2
+    bufs[i][21] = static_cast<char>((i * 167 + 13) & 0xff);  // 167 odd: a permutation
     iov[i] = {bufs[i].data(), bufs[i].size()};
     msgs[i].msg_hdr.msg_iov = &iov[i];
     msgs[i].msg_hdr.msg_iovlen = 1;
@@ -94,8 +101,8 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &r0);
   const auto t0 = std::chrono::steady_clock::now();
   long sent = 0, errors = 0;
-  while (sent < count) {
-    const int n = sendmmsg(fd, msgs.data(), kBatch, 0);
+  for (long call = 0; sent < count; ++call) {
+    const int n = sendmmsg(fd, msgs.data() + (call % (kBuffers / kBatch)) * kBatch, kBatch, 0);
     if (n < 0) {
       if (++errors > 1000000) break;
       continue;

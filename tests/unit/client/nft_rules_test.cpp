@@ -42,17 +42,17 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_TRUE(has(decide, "ip frag-off & 0x3fff != 0 goto to_channel"));
   EXPECT_TRUE(has(decide, "exthdr frag exists goto to_channel"));
   EXPECT_TRUE(has(decide, "udp dport 443 goto quic_out"));
-  // The bulk path's rule comes first: a decided flow's short headers, 7 in 8 of them (the
+  // The bulk path's rule comes first: a decided flow's short headers, 255 in 256 of them (the
   // rest refresh the element in quic_out), UDP, at least 32 bytes (the sample's load); no
   // port or fragment compare (implied by the set and the transport-header loads); only
   // inline expressions but for the length bound and the lookup.
   EXPECT_LT(decide.find("meta nfproto ipv4 meta l4proto udp udp length <= 1480 @th,64,32 & "
-                        "0x80000000 == 0 @th,224,32 & 0x70000 != 0 ip saddr . udp sport . ip "
+                        "0x80000000 == 0 @th,224,32 & 0xff0000 != 0 ip saddr . udp sport . ip "
                         "daddr . udp dport @native4 notrack counter return comment "
                         "\"native_out\""),
             decide.find("meta oif lo return"));
   EXPECT_TRUE(has(decide, "meta nfproto ipv6 meta l4proto udp udp length <= 1460 @th,64,32 & "
-                          "0x80000000 == 0 @th,224,32 & 0x70000 != 0 ip6 saddr . udp sport . "
+                          "0x80000000 == 0 @th,224,32 & 0xff0000 != 0 ip6 saddr . udp sport . "
                           "ip6 daddr . udp dport @native6"));
   const std::string quic = chain(t, "quic_out");
   // Every rule ends in the channel, the queue, or (only) a native-set match; the chain
@@ -67,14 +67,14 @@ TEST(NftRules, SendsDnsTcpLongHeadersAndFragmentsToTheChannel) {
   EXPECT_LT(quic.find("meta length > 1500 goto decide_out"), quic.find("@native4"));
   EXPECT_TRUE(has(decide, "udp length <= 1480 @th,64,32"));
   EXPECT_FALSE(has(decide, "meta length"));  // the UDP length bound stands for it
-  // Decided flows: untracked; about one packet in 8 (three pseudo-random bits zero)
+  // Decided flows: untracked; about one packet in 256 (a pseudo-random byte zero)
   // refreshes the element; anonymous counters named by comment.
-  EXPECT_TRUE(has(quic, "@th,224,32 & 0x70000 != 0 ip6 saddr . udp sport . ip6 daddr . udp dport "
+  EXPECT_TRUE(has(quic, "@th,224,32 & 0xff0000 != 0 ip6 saddr . udp sport . ip6 daddr . udp dport "
                         "@native6 notrack counter return comment \"native_out\""));
   EXPECT_TRUE(has(quic, "ip6 saddr . udp sport . ip6 daddr . udp dport @native6 update @native6 "
                         "{ ip6 saddr . udp sport . ip6 daddr . udp dport } notrack counter return "
                         "comment \"native_out\""));
-  EXPECT_LT(quic.find("@th,224,32 & 0x70000 != 0 ip saddr"), quic.find("update @native4"));
+  EXPECT_LT(quic.find("@th,224,32 & 0xff0000 != 0 ip saddr"), quic.find("update @native4"));
   // Decided flows refresh their element: sets are dynamic with timeouts.
   EXPECT_TRUE(has(t, "set native4 {\n    type ipv4_addr . inet_service . ipv4_addr . inet_service\n"
                      "    flags dynamic,timeout\n    timeout 120s\n    size 65536\n  }"));
