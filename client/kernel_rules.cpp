@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "client/channel_icmp_rules.hpp"
 #include "client/nft_queue_rules.hpp"
 #include "client/process.hpp"
 
@@ -145,6 +146,15 @@ std::string InstalledRules::install(const RulesetSpec& spec) {
       !why.empty()) {
     remove();
     return why;
+  }
+  // Stateless: ICMP errors through the channel get their quoted source back (the same way).
+  if (spec.stateless) {
+    if (auto why = insert_icmp_error_rules(netlink, table_, kChannelIngressChain,
+                                           spec.tunnel_v4, spec.tunnel_v6);
+        !why.empty()) {
+      remove();
+      return why;
+    }
   }
   const char* tools[2][2] = {{"iptables-nft", "iptables-nft-restore"},
                              {"ip6tables-nft", "ip6tables-nft-restore"}};

@@ -334,7 +334,7 @@ void channel_device_table(std::ostringstream& o, const RulesetSpec& s) {
   o << "  chain channel_egress {\n    type filter hook egress device \"" << s.channel_interface
     << "\" priority 0; policy accept;\n    counter name \"channel_out\"\n";
   rewrite_source(o, s);
-  o << "  }\n  chain channel_ingress {\n    type filter hook ingress device \""
+  o << "  }\n  chain " << kChannelIngressChain << " {\n    type filter hook ingress device \""
     << s.channel_interface << "\" priority 0; policy accept;\n"
        "    counter name \"channel_in\"\n";
   for (const auto& [fam, ip, tunnel] :

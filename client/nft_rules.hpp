@@ -112,6 +112,10 @@ std::string delete_table_text(std::string_view table);
 // NFQUEUE rule that the daemon appends over netlink after `nft -f` (nft_queue_rules.hpp).
 std::vector<std::string> inbound_queue_chains(const RulesetSpec& spec);
 
+// Stateless addressing: the channel device's ingress chain in table netdev `spec.table`, at
+// whose head the daemon inserts the ICMP error rules over netlink (channel_icmp_rules.hpp).
+inline constexpr const char* kChannelIngressChain = "channel_ingress";
+
 // iptables-restore --noflush input (either family) that inserts the outbound NFQUEUE rule at
 // the head of table raw's OUTPUT, tagged with kIptablesComment, atomically (it must sit in
 // a base chain after out_decide's re-route: a packet queued from the route chain itself is

@@ -14,10 +14,11 @@ system CPU time per datagram, median over rounds. Outbound (the default) qs-rc-a
 qs-rc-b drops at its veth's ingress; in the quicstepd mode the flow is in the native set,
 as a decided flow's is, and the native_out counters must show every datagram, or the run
 fails: the bulk rule's, and quic_out's for the sampled datagrams that refresh the flow's
-element (udp_blaster varies the sampled byte as ciphertext would; the share is reported). With --inbound qs-rc-b sends the server's side of the flow (from
-port 443) and qs-rc-a receives it (an input chain drops it after routing, in every mode); the
-veth delivers in the sender's context, so its system time includes qs-rc-a's prerouting;
-the native_in counter must show every datagram. quicstepd's inbound queue rules (reached
+element (udp_blaster varies the sampled byte as ciphertext would; the share is reported,
+and none refreshed fails the run). With --inbound qs-rc-b sends the server's side of the
+flow (from port 443) and qs-rc-a receives it (an input chain drops it after routing, in every
+mode); the veth delivers in the sender's context, so its system time includes qs-rc-a's
+prerouting; the native_in counter must show every datagram. quicstepd's inbound queue rules (reached
 only by a watched flow's packets) are not installed here."""
 import argparse
 import json

@@ -661,6 +661,41 @@ class QuicstepdLab(unittest.TestCase):
                       human)
         self.assertGreaterEqual(gap_ms, 0.5)
 
+    def test_12_icmp_errors_through_the_channel_reach_the_socket(self):
+        """Stateless addressing: a connected UDP socket sends to a closed port through the
+        channel (port 53: DNS keeps the channel), once per family. The server's port
+        unreachable quotes the datagram as it left the channel device, from the tunnel
+        address; the daemon's ICMP error rules give the quoted source back (with the ICMP
+        checksum), so the kernel finds the socket and recv() fails with ECONNREFUSED at once,
+        as it does without quicstepd. Without those rules the error is lost and recv() waits
+        for its timeout."""
+        probe = (
+            "import socket, sys\n"
+            "fam = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET\n"
+            "s = socket.socket(fam, socket.SOCK_DGRAM)\n"
+            "s.settimeout(3)\n"
+            "s.connect((sys.argv[1], 53))\n"
+            "s.send(b'not a query' * 4)\n"
+            "try:\n"
+            "    s.recv(100)\n"
+            "    print('answer')\n"
+            "except ConnectionRefusedError:\n"
+            "    print('refused')\n"
+            "except socket.timeout:\n"
+            "    print('timeout')\n")
+        d = self.start_daemon()
+        before = self.status()["paths"]["channel"]["in_packets"]
+        results = {}
+        for dest in (self.srv_v4, self.srv_v6):
+            res = lab_helpers.in_host(self.lab, "client", "python3", "-c", probe, dest,
+                                      check=False, timeout=30)
+            results[dest] = res.stdout.strip() or res.stderr[-300:]
+        after = self.status()["paths"]["channel"]["in_packets"]
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        print(f"\n[icmp] {results}; channel packets in: {after - before}")
+        self.assertEqual(results, {self.srv_v4: "refused", self.srv_v6: "refused"})
+        self.assertGreaterEqual(after - before, 2)  # the errors came through the channel
+
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,
         with a new tunnel address (the provider now accepts only that one): the daemon
