@@ -662,20 +662,38 @@ class QuicstepdLab(unittest.TestCase):
         self.assertGreaterEqual(gap_ms, 0.5)
 
     def test_12_icmp_errors_through_the_channel_reach_the_socket(self):
-        """Stateless addressing: a connected UDP socket sends to a closed port through the
-        channel (port 53: DNS keeps the channel), once per family. The server's port
-        unreachable quotes the datagram as it left the channel device, from the tunnel
-        address; the daemon's ICMP error rules give the quoted source back (with the ICMP
-        checksum), so the kernel finds the socket and recv() fails with ECONNREFUSED at once,
-        as it does without quicstepd. Without those rules the error is lost and recv() waits
-        for its timeout."""
+        """Stateless addressing: connected UDP sockets send through the channel (port 53: DNS
+        keeps the channel), in both families. The errors quote the datagram as it left the
+        channel device, from the tunnel address; the daemon's ICMP error rules give the
+        quoted source back (with the ICMP checksum), so the kernel finds the socket, as it
+        does without quicstepd:
+        - to a closed port on the server: its port unreachable (the server's address is in
+          the channel's maps: the outer destination is rewritten too); recv() fails with
+          ECONNREFUSED at once;
+        - with a TTL / hop limit of 1: the provider's time exceeded (a router the maps do
+          not know: the outer destination stays the tunnel address); it reaches the
+          socket's error queue (IP_RECVERR).
+        Without the rules every one of them is lost (recv() waits for its timeout)."""
         probe = (
-            "import socket, sys\n"
-            "fam = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET\n"
-            "s = socket.socket(fam, socket.SOCK_DGRAM)\n"
+            "import socket, struct, sys, time\n"
+            "v6 = ':' in sys.argv[1]\n"
+            "s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)\n"
             "s.settimeout(3)\n"
+            "if sys.argv[2] == 'ttl1':\n"
+            "    level = socket.IPPROTO_IPV6 if v6 else socket.IPPROTO_IP\n"
+            "    s.setsockopt(level, 25 if v6 else 11, 1)  # IPV6_RECVERR / IP_RECVERR\n"
+            "    s.setsockopt(level, socket.IPV6_UNICAST_HOPS if v6 else socket.IP_TTL, 1)\n"
             "s.connect((sys.argv[1], 53))\n"
             "s.send(b'not a query' * 4)\n"
+            "if sys.argv[2] == 'ttl1':\n"
+            "    time.sleep(1.5)\n"
+            "    try:\n"
+            "        flags = socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT\n"
+            "        _, anc, _, _ = s.recvmsg(100, 512, flags)\n"
+            "        print('icmp type %d' % struct.unpack('IBBB', anc[0][2][:7])[2])\n"
+            "    except BlockingIOError:\n"
+            "        print('no error')\n"
+            "    sys.exit()\n"
             "try:\n"
             "    s.recv(100)\n"
             "    print('answer')\n"
@@ -687,14 +705,18 @@ class QuicstepdLab(unittest.TestCase):
         before = self.status()["paths"]["channel"]["in_packets"]
         results = {}
         for dest in (self.srv_v4, self.srv_v6):
-            res = lab_helpers.in_host(self.lab, "client", "python3", "-c", probe, dest,
-                                      check=False, timeout=30)
-            results[dest] = res.stdout.strip() or res.stderr[-300:]
+            for kind in ("closed", "ttl1"):
+                res = lab_helpers.in_host(self.lab, "client", "python3", "-c", probe, dest, kind,
+                                          check=False, timeout=30)
+                results[(dest, kind)] = res.stdout.strip() or res.stderr[-300:]
         after = self.status()["paths"]["channel"]["in_packets"]
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         print(f"\n[icmp] {results}; channel packets in: {after - before}")
-        self.assertEqual(results, {self.srv_v4: "refused", self.srv_v6: "refused"})
-        self.assertGreaterEqual(after - before, 2)  # the errors came through the channel
+        self.assertEqual(results, {(self.srv_v4, "closed"): "refused",
+                                   (self.srv_v4, "ttl1"): "icmp type 11",  # time exceeded
+                                   (self.srv_v6, "closed"): "refused",
+                                   (self.srv_v6, "ttl1"): "icmp type 3"})  # time exceeded
+        self.assertGreaterEqual(after - before, 4)  # the errors came through the channel
 
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,
