@@ -9,7 +9,6 @@
 #include <linux/netfilter/nf_tables.h>
 #include <netinet/in.h>
 
-#include <array>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -18,7 +17,8 @@
 namespace quicstep::client {
 namespace {
 
-// Room for one rule message: header, names, nine small expressions, two addresses.
+// Room for one rule message: header, names, eleven small expressions (up to three carry
+// a 16-byte value).
 constexpr std::size_t kBytesPerRule = 1024;
 
 // One error type of one family: where its quoted addresses lie (offsets from the ICMP header).
@@ -30,10 +30,6 @@ struct IcmpErrorRule {
   std::uint32_t quoted_dest;       // offset of its destination address
   std::vector<std::uint8_t> tunnel;  // the tunnel address (4 or 16 bytes)
   const char* map;                 // remote address -> local address
-};
-
-struct RuleDeleter {
-  void operator()(nftnl_rule* r) const { nftnl_rule_free(r); }
 };
 
 void add_meta(nftnl_rule* rule, std::uint32_t key) {
@@ -62,7 +58,7 @@ void add_load(nftnl_rule* rule, std::uint32_t offset, std::uint32_t len) {
 
 std::size_t build_rule(char* buf, std::uint32_t seq, const std::string& table,
                        const std::string& chain, const IcmpErrorRule& r) {
-  std::unique_ptr<nftnl_rule, RuleDeleter> rule(nftnl_rule_alloc());
+  NftnlRulePtr rule(nftnl_rule_alloc());
   nftnl_rule_set_u32(rule.get(), NFTNL_RULE_FAMILY, NFPROTO_NETDEV);
   nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, table.c_str());
   nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, chain.c_str());

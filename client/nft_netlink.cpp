@@ -2,6 +2,7 @@
 
 #include <libmnl/libmnl.h>
 #include <libnftnl/common.h>
+#include <libnftnl/rule.h>
 #include <poll.h>
 
 #include <cerrno>
@@ -9,6 +10,8 @@
 #include <vector>
 
 namespace quicstep::client {
+
+void NftnlRuleDeleter::operator()(nftnl_rule* rule) const { nftnl_rule_free(rule); }
 
 NftNetlink::~NftNetlink() {
   if (socket_ != nullptr) mnl_socket_close(socket_);

@@ -9,11 +9,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 struct mnl_socket;
+struct nftnl_rule;
 
 namespace quicstep::client {
+
+// A libnftnl rule that frees itself, with the expressions added to it.
+struct NftnlRuleDeleter {
+  void operator()(nftnl_rule* rule) const;
+};
+using NftnlRulePtr = std::unique_ptr<nftnl_rule, NftnlRuleDeleter>;
 
 class NftNetlink {
  public:

@@ -18,13 +18,9 @@ namespace {
 // Room for one rule message: header, table and chain names, one target expression.
 constexpr std::size_t kBytesPerRule = 512;
 
-struct RuleDeleter {
-  void operator()(nftnl_rule* r) const { nftnl_rule_free(r); }
-};
-
 std::size_t build_queue_rule(char* buf, std::uint32_t seq, const std::string& table,
                              const std::string& chain, std::uint16_t queue) {
-  std::unique_ptr<nftnl_rule, RuleDeleter> rule(nftnl_rule_alloc());
+  NftnlRulePtr rule(nftnl_rule_alloc());
   nftnl_rule_set_u32(rule.get(), NFTNL_RULE_FAMILY, NFPROTO_INET);
   nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, table.c_str());
   nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, chain.c_str());
