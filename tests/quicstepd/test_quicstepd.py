@@ -677,7 +677,9 @@ class QuicstepdLab(unittest.TestCase):
           route to the server allows 1280 bytes: the provider's fragmentation needed /
           packet too big reaches the error queue with the MTU, and the socket's path MTU
           (IP_MTU / IPV6_MTU) drops to it.
-        Without the rules every one of them is lost (recv() waits for its timeout)."""
+        Without the rules every one of them is lost (recv() waits for its timeout). With nat
+        addressing (quicstepd_lab_nat runs this test too) conntrack translates the errors
+        back, and no rule is needed."""
         probe = (
             "import socket, struct, sys, time\n"
             "v6 = ':' in sys.argv[1]\n"
