@@ -2,8 +2,8 @@
 // libnftnl builds: batch begin, the caller's messages, batch end, then one acknowledgement
 // per message (each carries NLM_F_ACK). The kernel runs the transaction inside sendmsg, so a
 // transaction returns after microseconds, without starting a program. Used for flow-set
-// elements (nft_set_writer.hpp) and for the rules `nft` cannot write (nft_queue_rules.hpp).
-// Control plane; not thread-safe.
+// elements (nft_set_writer.hpp) and for the rules `nft` cannot write (nft_queue_rules.hpp,
+// channel_icmp_rules.hpp). Control plane; not thread-safe.
 #pragma once
 
 #include <cstddef>
