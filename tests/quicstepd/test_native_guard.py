@@ -1,0 +1,223 @@
+"""The native path's guard (client/native_guard, client/bpf/native_guard.bpf.c) on a device,
+from the outside: a sender in qs-ng-a, the guard on its veth, and the far end (qs-ng-b)
+counting with nft what arrives. Root; its own namespaces and addresses (198.18.249.0/30,
+2001:db8:249::/64), no lab. The tool that attaches the guard exits at once, so every check
+here is made against a guard that outlived the process that attached it; each test removes
+the guard at the end and sees the same packet pass, so the drops were the guard's."""
+import json
+import os
+import subprocess
+import unittest
+
+TOOL = os.environ.get("NATIVE_GUARD_TOOL", "native_guard_tool")
+A, B = "qs-ng-a", "qs-ng-b"
+VA, VB = "qs-ng-va", "qs-ng-vb"
+PIN = "/sys/fs/bpf/qs-ng-test"
+ADDR = {4: ("198.18.249.1", "198.18.249.2"), 6: ("2001:db8:249::1", "2001:db8:249::2")}
+
+SINK = f"""table netdev qs_ng_sink {{
+  counter n_long {{}}
+  counter n_short {{}}
+  counter n_dns {{}}
+  counter n_tcp {{}}
+  counter n_other {{}}
+  chain in {{
+    type filter hook ingress device "{VB}" priority 0; policy accept;
+    udp dport 443 @th,64,1 1 counter name n_long
+    udp dport 443 @th,64,1 0 counter name n_short
+    udp dport 53 counter name n_dns
+    meta l4proto tcp counter name n_tcp
+    udp dport 5000 counter name n_other
+  }}
+}}
+table inet qs_ng_sink_in {{
+  chain in {{
+    type filter hook input priority 0; policy accept;
+    meta l4proto udp udp sport != 443 drop
+  }}
+}}
+"""
+
+# Runs in qs-ng-a: sends what argv asks for, to the far end.
+SENDER = r"""
+import socket, sys
+fam, dst, kind, count = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+af = socket.AF_INET if fam == 4 else socket.AF_INET6
+if kind == "tcp":
+    for _ in range(count):
+        s = socket.socket(af, socket.SOCK_STREAM)
+        s.settimeout(0.3)
+        try:
+            s.connect((dst, 443))
+        except OSError:
+            pass
+        s.close()
+    sys.exit(0)
+s = socket.socket(af, socket.SOCK_DGRAM)
+if kind.startswith("watch"):
+    s.bind(("" , 40000))
+port = {"dns": 53, "other": 5000}.get(kind, 443)
+s.connect((dst, port))
+payload = {"short": b"\x40" + b"s" * 1199, "long": b"\xc0\x00\x00\x00\x01" + b"l" * 1195,
+           "empty": b"", "dns": b"\x12\x34" + b"q" * 30, "other": b"\xc0" * 100,
+           "watch": b"\x40" + b"w" * 99}
+if kind.startswith("gso"):
+    s.setsockopt(socket.SOL_UDP, 103, 1200)  # UDP_SEGMENT
+    segs = [b"\x40" + b"g" * 1199] * 3
+    if kind == "gso_long":
+        segs[2] = b"\xc0\x00\x00\x00\x01" + b"g" * 1195
+    for _ in range(count):
+        s.send(b"".join(segs))
+    sys.exit(0)
+for _ in range(count):
+    s.send(payload[kind])
+"""
+
+# Runs in qs-ng-b: the server's answers, from port 443 to the client's port 40000.
+ANSWERER = r"""
+import socket, sys
+fam, dst, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+s = socket.socket(socket.AF_INET if fam == 4 else socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind(("", 443))
+for _ in range(count):
+    s.sendto(b"\x40" + b"a" * 99, (dst, 40000))
+"""
+
+
+def run(*cmd, ns=None, check=True, stdin=None):
+    full = ["ip", "netns", "exec", ns, *cmd] if ns else list(cmd)
+    r = subprocess.run(full, input=stdin, capture_output=True, text=True, timeout=60)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(full)}: {r.stderr.strip()}")
+    return r
+
+
+def tool(*args, check=True):
+    return run(TOOL, "--pin-dir", PIN, *args, check=check)
+
+
+class NativeGuard(unittest.TestCase):
+    def setUp(self):
+        self.teardown_all()
+        for ns in (A, B):
+            run("ip", "netns", "add", ns)
+            run("ip", "link", "set", "lo", "up", ns=ns)
+        run("ip", "link", "add", VA, "netns", A, "type", "veth", "peer", "name", VB, "netns", B)
+        for ns, dev, i in ((A, VA, 0), (B, VB, 1)):
+            run("ip", "addr", "add", ADDR[4][i] + "/30", "dev", dev, ns=ns)
+            run("ip", "addr", "add", ADDR[6][i] + "/64", "dev", dev, "nodad", ns=ns)
+            run("ip", "link", "set", dev, "up", ns=ns)
+        run("nft", "-f", "-", ns=B, stdin=SINK)
+        # Neighbours resolved before the guard is on (its counts are then only the test's).
+        for fam in (4, 6):
+            run("ping", f"-{fam}", "-c1", "-W2", ADDR[fam][1], ns=A)
+        self.addCleanup(self.teardown_all)
+
+    @staticmethod
+    def teardown_all():
+        run(TOOL, "--pin-dir", PIN, "remove", check=False)
+        for ns in (A, B):
+            run("ip", "netns", "del", ns, check=False)
+
+    def attach(self, *extra):
+        how = tool("--netns", A, "attach", VA, *extra).stdout.strip()
+        self.assertIn(how, ("tcx", "clsact"))
+        return how
+
+    def send(self, fam, kind, count=1):
+        run("python3", "-c", SENDER, str(fam), ADDR[fam][1], kind, str(count), ns=A)
+
+    def arrived(self):
+        out = run("nft", "-j", "list", "counters", "table", "netdev", "qs_ng_sink", ns=B).stdout
+        return {c["counter"]["name"][2:]: c["counter"]["packets"]
+                for c in json.loads(out)["nftables"] if "counter" in c}
+
+    def guard(self):
+        return {k: v["packets"] for k, v in json.loads(tool("counters").stdout).items()}
+
+    def check_egress(self, fam, *attach_args):
+        how = self.attach(*attach_args)
+        self.send(fam, "short", 5)
+        self.send(fam, "long", 3)
+        self.send(fam, "empty", 1)
+        self.send(fam, "dns", 2)
+        self.send(fam, "other", 2)
+        self.send(fam, "tcp", 2)
+        got, g = self.arrived(), self.guard()
+        print(f"\n[guard {how} IPv{fam}] arrived {got}; guard {g}")
+        self.assertEqual(got["short"], 5)
+        self.assertEqual(got["long"], 0)
+        self.assertEqual(got["dns"], 0)
+        self.assertEqual(got["tcp"], 0)
+        self.assertEqual(got["other"], 2)  # another port: not the guard's business
+        self.assertEqual(g["native_out"], 5)
+        self.assertEqual(g["drop_long"], 4)  # three long headers, one empty datagram
+        self.assertEqual(g["drop_dns"], 2)
+        self.assertGreaterEqual(g["drop_tcp"], 2)  # SYNs (and their retransmissions)
+        # Removed, the same packets pass: the drops were the guard's.
+        self.assertGreaterEqual(int(tool("--netns", A, "remove", VA).stdout), 1)
+        self.send(fam, "long", 1)
+        self.send(fam, "dns", 1)
+        after = self.arrived()
+        self.assertEqual((after["long"], after["dns"]), (1, 1))
+        return how
+
+    def test_egress_v4(self):
+        self.check_egress(4)
+
+    def test_egress_v6(self):
+        self.check_egress(6)
+
+    def test_egress_clsact(self):
+        """The older kernels' attachment: a clsact filter, found again by its handle."""
+        self.assertEqual(self.check_egress(4, "--clsact"), "clsact")
+
+    def test_native_prefix_lets_handshakes_pass_but_not_dns(self):
+        self.attach("--native-prefix", ADDR[4][1] + "/32", "--native-prefix", "2001:db8:249::/64")
+        for fam in (4, 6):
+            self.send(fam, "long", 1)
+            self.send(fam, "tcp", 1)
+            self.send(fam, "dns", 1)
+        got = self.arrived()
+        print(f"\n[guard prefixes] arrived {got}")
+        self.assertEqual(got["long"], 2)
+        self.assertGreaterEqual(got["tcp"], 2)
+        self.assertEqual(got["dns"], 0)
+
+    def test_gso_batch_with_a_long_header_segment_is_dropped(self):
+        self.attach()
+        for fam in (4, 6):
+            self.send(fam, "gso_short", 2)
+        g = self.guard()
+        self.assertEqual(g["native_out"], 12)  # 2 batches x 3 segments, both families
+        passed = self.arrived()["short"]
+        self.assertGreater(passed, 0)
+        for fam in (4, 6):
+            self.send(fam, "gso_long", 1)
+        got, g = self.arrived(), self.guard()
+        print(f"\n[guard gso] arrived {got}; guard {g}")
+        self.assertEqual(g["drop_gso"], 2)
+        self.assertEqual(got["short"], passed)  # not even the batch's short segments
+        self.assertEqual(got["long"], 0)
+
+    def test_watched_flow_counts_sent_and_answered(self):
+        self.attach()
+        for fam in (4, 6):
+            local, remote = ADDR[fam]
+            tool("watch", "add", local, "40000", remote, "443")
+            self.send(fam, "watch", 3)
+            run("python3", "-c", ANSWERER, str(fam), local, "4", ns=B)
+            state = json.loads(tool("watch", "get", local, "40000", remote, "443").stdout)
+            print(f"\n[guard watch IPv{fam}] {state}")
+            self.assertEqual((state["sent"], state["answered"]), (3, 4))
+            self.assertGreater(state["last_answer_ns"], 0)
+            tool("watch", "del", local, "40000", remote, "443")
+            self.assertNotEqual(
+                tool("watch", "get", local, "40000", remote, "443", check=False).returncode, 0)
+        g = self.guard()
+        self.assertEqual(g["native_in"], 8)
+        self.assertEqual((g["watch_sent"], g["watch_answered"]), (6, 8))
+
+
+if __name__ == "__main__":
+    unittest.main()
