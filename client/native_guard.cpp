@@ -4,6 +4,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <net/if.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -70,6 +73,17 @@ bpf_tc_opts clsact_opts(int prog_fd) {
   opts.priority = kClsactPriority;
   opts.prog_fd = prog_fd;
   return opts;
+}
+
+// The device's link type (ARPHRD_*), asked in the caller's network namespace; -1 if unknown.
+int link_type(const std::string& device) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  ifreq req{};
+  std::strncpy(req.ifr_name, device.c_str(), IFNAMSIZ - 1);
+  const int rc = ioctl(fd, SIOCGIFHWADDR, &req);
+  close(fd);
+  return rc == 0 ? req.ifr_hwaddr.sa_family : -1;
 }
 
 bool parse_prefix(const std::string& cidr, ng_prefix_key* key) {
@@ -161,8 +175,20 @@ NativeGuard::~NativeGuard() { native_guard__destroy(skel_); }
 std::string NativeGuard::attach(const std::string& device) {
   const int ifindex = static_cast<int>(if_nametoindex(device.c_str()));
   if (ifindex == 0) return "no device " + device;
+  // The fast path where the link header's length is known: Ethernet (and what looks like
+  // it: Wi-Fi, VLAN, veth), raw IP (tun, WireGuard, PPP, mobile broadband); else generic.
+  const int type = options_.force_generic ? -1 : link_type(device);
+  const bool ether = type == ARPHRD_ETHER;
+  const bool raw_ip = type == ARPHRD_NONE || type == ARPHRD_PPP || type == ARPHRD_RAWIP;
+  path_ = ether ? GuardPath::ethernet : raw_ip ? GuardPath::raw_ip : GuardPath::generic;
   for (bool egress : {true, false}) {
-    const int prog = bpf_program__fd(egress ? skel_->progs.ng_egress : skel_->progs.ng_ingress);
+    bpf_program* program = egress ? (ether    ? skel_->progs.ng_egress_eth
+                                     : raw_ip ? skel_->progs.ng_egress_l3
+                                              : skel_->progs.ng_egress)
+                                  : (ether    ? skel_->progs.ng_ingress_eth
+                                     : raw_ip ? skel_->progs.ng_ingress_l3
+                                              : skel_->progs.ng_ingress);
+    const int prog = bpf_program__fd(program);
     if (!options_.force_clsact) {
       const int link = bpf_link_create(
           prog, ifindex, static_cast<bpf_attach_type>(egress ? kTcxEgress : kTcxIngress), nullptr);

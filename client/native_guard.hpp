@@ -7,6 +7,8 @@
 // Everything is pinned under a directory on a BPF filesystem (mounted at /sys/fs/bpf if
 // nothing is), so the guard outlives the process that attached it: a killed daemon leaves
 // the native devices guarded (invariant 1), and `remove` (or the next start) takes it off.
+// Ethernet and raw-IP devices get programs that read the common packet directly (the link
+// header's length is fixed per program), others the generic ones (helper loads).
 // Attachment: a tcx link per device and direction (kernel 6.6 or later; the link is pinned),
 // else a clsact filter (older kernels; it stays without a pin, and is found again by its
 // handle). The tcx attach types are spelled out: bookworm's libbpf 1.1 and uapi headers
@@ -28,12 +30,15 @@ struct native_guard;  // the libbpf skeleton (generated at build time)
 namespace quicstep::client {
 
 enum class GuardAttachment { tcx, clsact };
+// Which programs: the fast path for a known link-header length, or the generic one.
+enum class GuardPath { ethernet, raw_ip, generic };
 
 struct GuardOptions {
   std::string pin_dir = "/sys/fs/bpf/quicstep";
   std::vector<std::uint16_t> quic_ports{443};
   std::vector<std::string> native_prefixes;  // CIDR, IPv4 or IPv6
   bool force_clsact = false;                 // use clsact even where tcx works (tests)
+  bool force_generic = false;                // the generic programs on any device (tests)
   bool write_config = true;  // false: reuse the pinned maps as they are (to read them)
 };
 
@@ -53,6 +58,7 @@ class NativeGuard {
   // earlier attachment of ours. Empty on success, else the reason.
   std::string attach(const std::string& device);
   GuardAttachment attachment() const { return attachment_; }
+  GuardPath path() const { return path_; }
 
   // Summed over CPUs.
   GuardCounters counters() const;
@@ -75,6 +81,7 @@ class NativeGuard {
   ::native_guard* skel_;
   GuardOptions options_;
   GuardAttachment attachment_ = GuardAttachment::tcx;
+  GuardPath path_ = GuardPath::generic;
 };
 
 // "a.b.c.d" or an IPv6 literal → the key form (IPv4 mapped). False if neither.

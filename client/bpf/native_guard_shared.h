@@ -16,7 +16,9 @@ enum ng_counter_slot {
   NG_DROP_UNPARSED = 6,  // IPv6 with more extension headers than the guard walks, dropped
   NG_WATCH_SENT = 7,     // outbound packets of watched flows
   NG_WATCH_ANSWERED = 8, // inbound answers of watched flows
-  NG_COUNTER_SLOTS = 9,
+  NG_NATIVE_OUT_GENERIC = 9,  // of NG_NATIVE_OUT, those the generic path passed
+  NG_NATIVE_IN_GENERIC = 10,  // of NG_NATIVE_IN, those the generic path counted
+  NG_COUNTER_SLOTS = 11,
 };
 
 struct ng_counter {

@@ -37,6 +37,8 @@ CHANNEL, TUNNEL = "qs-rc-ch", "198.18.251.2"
 PAPER_RULES = os.path.join(h.REPO, "rules", "paper_rules.sh")
 BLASTER = h.find_binary("QS_UDP_BLASTER", "udp_blaster", "tests/quicstepd")
 PRINT_RULESET = h.find_binary("QS_PRINT_RULESET", "print_ruleset", "tests/quicstepd")
+GUARD_TOOL = h.find_binary("QS_NATIVE_GUARD_TOOL", "native_guard_tool", "tests/quicstepd")
+GUARD_PINS = "/sys/fs/bpf/qs-rc-guard"
 
 
 def run(*cmd, ns=None, stdin=None, check=True):
@@ -82,7 +84,9 @@ def teardown():
 
 def mode_up(mode, v6):
     run("nft", "flush", "ruleset", ns=A)
-    if mode == "paper":
+    if mode == "guard":
+        run(GUARD_TOOL, "--netns", A, "--pin-dir", GUARD_PINS, "attach", "qs-rc-va")
+    elif mode == "paper":
         run(PAPER_RULES, "up", CHANNEL, "51820", ns=A)
     elif mode.startswith("quicstepd"):
         printer = mode.split("=", 1)[1] if "=" in mode else PRINT_RULESET
@@ -97,6 +101,8 @@ def mode_up(mode, v6):
 
 
 def mode_down(mode):
+    if mode == "guard":
+        run(GUARD_TOOL, "--netns", A, "--pin-dir", GUARD_PINS, "remove", "qs-rc-va")
     if mode == "paper":
         run(PAPER_RULES, "down", ns=A)
     run("nft", "flush", "ruleset", ns=A)  # iptables-nft's tables are nft tables too
@@ -119,6 +125,11 @@ def counted(chain, comment):
     return total
 
 
+def guard_counted(slot):
+    """Packets the native-path guard (client/native_guard) counted in `slot`."""
+    return json.loads(run(GUARD_TOOL, "--pin-dir", GUARD_PINS, "counters"))[slot]["packets"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=8)
@@ -127,13 +138,14 @@ def main():
     ap.add_argument("--inbound", action="store_true",
                     help="the rules' cost per received datagram (the server's side sends)")
     ap.add_argument("--modes", default="none,paper,quicstepd",
-                    help="comma-separated: none, paper, quicstepd, and quicstepd=PRINT_RULESET "
-                         "(the rules another build's print_ruleset prints)")
+                    help="comma-separated: none, paper, quicstepd, quicstepd=PRINT_RULESET "
+                         "(the rules another build's print_ruleset prints), and guard (the "
+                         "native-path guard's tc programs, client/native_guard, alone)")
     ap.add_argument("--json")
     args = ap.parse_args()
     modes = args.modes.split(",")
     for m in modes:
-        if m not in ("none", "paper", "quicstepd") and not m.startswith("quicstepd="):
+        if m not in ("none", "paper", "quicstepd", "guard") and not m.startswith("quicstepd="):
             ap.error(f"unknown mode {m}")
     ns_per_packet = {m: [] for m in modes}
     bulk_share = {m: [] for m in modes if m.startswith("quicstepd")}
@@ -151,6 +163,11 @@ def main():
                     out = run(BLASTER, DST6 if args.ipv6 else DST, str(args.packets), str(SPORT),
                               ns=A)
                     where = (None, "native_out")
+                if m == "guard":  # the tc programs of the redesign (client/native_guard)
+                    seen = guard_counted(where[1])
+                    if seen < args.packets:
+                        raise RuntimeError(f"the guard counted {seen} of {args.packets} "
+                                           f"datagrams as {where[1]}")
                 if m.startswith("quicstepd"):
                     total = counted(*where)
                     if total < args.packets:

@@ -3,8 +3,9 @@
 // namespace (the pins live on its /sys/fs/bpf) and enters a network namespace only for what
 // touches devices.
 //
-//   native_guard_tool [--netns NAME] [--pin-dir DIR] attach DEVICE [--clsact]
-//                     [--quic-port P]... [--native-prefix CIDR]...   prints tcx or clsact
+//   native_guard_tool [--netns NAME] [--pin-dir DIR] attach DEVICE [--clsact] [--generic]
+//                     [--quic-port P]... [--native-prefix CIDR]...
+//                     prints the attachment (tcx or clsact) and path (ethernet, raw_ip, generic)
 //   native_guard_tool [--pin-dir DIR] counters                        JSON, summed over CPUs
 //   native_guard_tool [--pin-dir DIR] watch add|get|del LOCAL LPORT REMOTE RPORT
 //   native_guard_tool [--netns NAME] [--pin-dir DIR] remove DEVICE...
@@ -27,7 +28,8 @@ namespace {
 
 const char* const kSlotNames[NG_COUNTER_SLOTS] = {
     "native_out", "native_in", "drop_long", "drop_dns",      "drop_tcp",
-    "drop_gso",   "drop_unparsed", "watch_sent", "watch_answered"};
+    "drop_gso",   "drop_unparsed", "watch_sent", "watch_answered",
+    "native_out_generic", "native_in_generic"};
 
 int enter_netns(const std::string& name) {
   if (name.empty()) return 0;
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
   auto* attach = app.add_subcommand("attach", "load and attach to DEVICE (egress and ingress)");
   attach->add_option("device", device)->required();
   attach->add_flag("--clsact", clsact, "a clsact filter even where tcx works");
+  bool generic = false;
+  attach->add_flag("--generic", generic, "the generic programs even where a fast path fits");
   attach->add_option("--quic-port", ports, "QUIC port (repeatable; default 443)");
   attach->add_option("--native-prefix", prefixes, "native prefix CIDR (repeatable)");
 
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
     if (!ports.empty()) options.quic_ports = ports;
     options.native_prefixes = prefixes;
     options.force_clsact = clsact;
+    options.force_generic = generic;
     std::string why;
     auto guard = qc::NativeGuard::load(options, &why);
     if (!guard) {
@@ -103,7 +108,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "native_guard_tool: %s\n", e.c_str());
       return 1;
     }
-    std::printf("%s\n", guard->attachment() == qc::GuardAttachment::tcx ? "tcx" : "clsact");
+    const char* path = guard->path() == qc::GuardPath::ethernet ? "ethernet"
+                       : guard->path() == qc::GuardPath::raw_ip ? "raw_ip"
+                                                                 : "generic";
+    std::printf("%s %s\n", guard->attachment() == qc::GuardAttachment::tcx ? "tcx" : "clsact",
+                path);
     return 0;
   }
   if (counters->parsed()) {

@@ -84,6 +84,34 @@ for _ in range(count):
 """
 
 
+# Runs in qs-ng-a: reads what the kernel sends out of a tun device for argv[2] seconds and
+# prints the counts by kind, as the sink's nft counters do on the veth.
+TUN_READER = r"""
+import fcntl, json, os, select, struct, sys, time
+fd = os.open("/dev/net/tun", os.O_RDWR)
+fcntl.ioctl(fd, 0x400454ca, struct.pack("16sH", sys.argv[1].encode(), 0x0001 | 0x1000))
+counts = {"short": 0, "long": 0, "dns": 0, "tcp": 0, "other": 0}
+deadline = time.time() + float(sys.argv[2])
+while time.time() < deadline:
+    if not select.select([fd], [], [], 0.1)[0]:
+        continue
+    p = os.read(fd, 65536)
+    v = p[0] >> 4
+    proto, l4 = (p[9], (p[0] & 15) * 4) if v == 4 else (p[6], 40)
+    if proto == 6:
+        counts["tcp"] += 1
+    elif proto == 17:
+        dport = struct.unpack("!H", p[l4 + 2:l4 + 4])[0]
+        if dport == 443:
+            counts["long" if len(p) > l4 + 8 and p[l4 + 8] & 0x80 else "short"] += 1
+        elif dport == 53:
+            counts["dns"] += 1
+        elif dport == 5000:
+            counts["other"] += 1
+print(json.dumps(counts))
+"""
+
+
 def run(*cmd, ns=None, check=True, stdin=None):
     full = ["ip", "netns", "exec", ns, *cmd] if ns else list(cmd)
     r = subprocess.run(full, input=stdin, capture_output=True, text=True, timeout=60)
@@ -119,13 +147,14 @@ class NativeGuard(unittest.TestCase):
         for ns in (A, B):
             run("ip", "netns", "del", ns, check=False)
 
-    def attach(self, *extra):
-        how = tool("--netns", A, "attach", VA, *extra).stdout.strip()
-        self.assertIn(how, ("tcx", "clsact"))
-        return how
+    def attach(self, *extra, device=VA):
+        how = tool("--netns", A, "attach", device, *extra).stdout.split()
+        self.assertIn(how[0], ("tcx", "clsact"))
+        self.assertIn(how[1], ("ethernet", "raw_ip", "generic"))
+        return " ".join(how)
 
-    def send(self, fam, kind, count=1):
-        run("python3", "-c", SENDER, str(fam), ADDR[fam][1], kind, str(count), ns=A)
+    def send(self, fam, kind, count=1, to=None):
+        run("python3", "-c", SENDER, str(fam), to or ADDR[fam][1], kind, str(count), ns=A)
 
     def arrived(self):
         out = run("nft", "-j", "list", "counters", "table", "netdev", "qs_ng_sink", ns=B).stdout
@@ -151,6 +180,8 @@ class NativeGuard(unittest.TestCase):
         self.assertEqual(got["tcp"], 0)
         self.assertEqual(got["other"], 2)  # another port: not the guard's business
         self.assertEqual(g["native_out"], 5)
+        # The fast path passed the short headers, unless the generic one was asked for.
+        self.assertEqual(g["native_out_generic"], 5 if "generic" in how else 0)
         self.assertEqual(g["drop_long"], 4)  # three long headers, one empty datagram
         self.assertEqual(g["drop_dns"], 2)
         self.assertGreaterEqual(g["drop_tcp"], 2)  # SYNs (and their retransmissions)
@@ -163,14 +194,46 @@ class NativeGuard(unittest.TestCase):
         return how
 
     def test_egress_v4(self):
-        self.check_egress(4)
+        self.assertEqual(self.check_egress(4), "tcx ethernet")
 
     def test_egress_v6(self):
-        self.check_egress(6)
+        self.assertEqual(self.check_egress(6), "tcx ethernet")
+
+    def test_egress_generic_path(self):
+        """The programs for devices of other link types (helper loads throughout)."""
+        for fam in (4, 6):
+            with self.subTest(fam=fam):
+                self.assertEqual(self.check_egress(fam, "--generic"), "tcx generic")
+                run("nft", "reset", "counters", "table", "netdev", "qs_ng_sink", ns=B)
 
     def test_egress_clsact(self):
         """The older kernels' attachment: a clsact filter, found again by its handle."""
-        self.assertEqual(self.check_egress(4, "--clsact"), "clsact")
+        self.assertEqual(self.check_egress(4, "--clsact"), "clsact ethernet")
+
+    def test_raw_ip_device(self):
+        """A device without a link header (tun here; WireGuard, PPP and mobile broadband
+        are alike): the raw-IP fast path. A reader on the tun device counts what leaves."""
+        run("ip", "tuntap", "add", "qs-ng-tun", "mode", "tun", ns=A)
+        run("ip", "addr", "add", "198.18.249.5/30", "dev", "qs-ng-tun", ns=A)
+        run("ip", "addr", "add", "2001:db8:248::5/64", "dev", "qs-ng-tun", "nodad", ns=A)
+        run("ip", "link", "set", "qs-ng-tun", "up", ns=A)
+        self.assertEqual(self.attach(device="qs-ng-tun"), "tcx raw_ip")
+        reader = subprocess.Popen(["ip", "netns", "exec", A, "python3", "-c", TUN_READER,
+                                   "qs-ng-tun", "4"], stdout=subprocess.PIPE, text=True)
+        try:
+            for fam, to in ((4, "198.18.249.6"), (6, "2001:db8:248::6")):
+                for kind, count in (("short", 5), ("long", 3), ("dns", 2), ("other", 2),
+                                    ("tcp", 1)):
+                    self.send(fam, kind, count, to=to)
+            got = json.loads(reader.communicate(timeout=30)[0])
+        finally:
+            reader.kill()
+        g = self.guard()
+        print(f"\n[guard raw_ip] read from tun {got}; guard {g}")
+        self.assertEqual(got, {"short": 10, "long": 0, "dns": 0, "tcp": 0, "other": 4})
+        self.assertEqual((g["native_out"], g["drop_long"], g["drop_dns"]), (10, 6, 4))
+        self.assertEqual(g["native_out_generic"], 0)  # the raw-IP fast path passed them
+        self.assertGreaterEqual(g["drop_tcp"], 2)
 
     def test_native_prefix_lets_handshakes_pass_but_not_dns(self):
         self.attach("--native-prefix", ADDR[4][1] + "/32", "--native-prefix", "2001:db8:249::/64")
@@ -202,6 +265,10 @@ class NativeGuard(unittest.TestCase):
 
     def test_watched_flow_counts_sent_and_answered(self):
         self.attach()
+        for fam in (4, 6):  # unwatched answers: counted by the fast path
+            run("python3", "-c", ANSWERER, str(fam), ADDR[fam][0], "2", ns=B)
+        g = self.guard()
+        self.assertEqual((g["native_in"], g["native_in_generic"]), (4, 0))
         for fam in (4, 6):
             local, remote = ADDR[fam]
             tool("watch", "add", local, "40000", remote, "443")
@@ -215,7 +282,8 @@ class NativeGuard(unittest.TestCase):
             self.assertNotEqual(
                 tool("watch", "get", local, "40000", remote, "443", check=False).returncode, 0)
         g = self.guard()
-        self.assertEqual(g["native_in"], 8)
+        self.assertEqual(g["native_in"], 12)
+        self.assertEqual(g["native_in_generic"], 8)  # a watched flow's: the generic path
         self.assertEqual((g["watch_sent"], g["watch_answered"]), (6, 8))
 
 
