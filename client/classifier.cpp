@@ -219,16 +219,36 @@ void Classifier::inbound(const PacketFacts& p, Direction dir, Timestamp now, Dec
     return;
   }
   if (!is_short) return;
+  if (judge_answer(h, key, now)) d->reason = Reason::migration_confirmed;
+}
+
+bool Classifier::judge_answer(Handle h, const FlowKey& key, Timestamp now) {
+  FlowEntry& e = flows_.entry(h);
   if (now >= e.deadline && has_evidence(e)) {
     fail(h, key, now);  // too late: the bound is the bound, whenever the timer fires
-    return;
+    return false;
   }
   // An answer on the native path, within the bound or to a flow that was quiet at it.
   e.state = FlowState::native_confirmed;
   deadlines_.erase(h);
   ++counters_.confirmed;
   push_event(FlowEvent::Kind::confirmed, key, now, &e);
-  d->reason = Reason::migration_confirmed;
+  return true;
+}
+
+void Classifier::native_report(const FlowKey& flow, std::uint64_t sent, Timestamp answered_at,
+                               Timestamp now) {
+  const Handle h = flows_.find(flow);
+  if (h == FlowTable::npos) return;
+  flows_.touch(h, now);
+  FlowEntry& e = flows_.entry(h);
+  if (e.state != FlowState::native_pending) return;
+  e.native_packets += sent;
+  if (answered_at != Timestamp{}) {
+    judge_answer(h, flow, std::min(answered_at, now));
+  } else if (now >= e.deadline && has_evidence(e)) {
+    fail(h, flow, now);  // past the bound (quiet at it, or reported late): the evidence is in
+  }
 }
 
 QS_HOT FlowTable::Handle Classifier::find_or_create(const FlowKey& key, Timestamp now) {

@@ -173,6 +173,16 @@ class Classifier {
   // Fails the native_pending flows whose deadline is <= now; forgets idle flows.
   void on_expiry(Timestamp now);
 
+  // For a frontend whose native packets bypass it (the routed native path: a tc guard counts
+  // a watched flow's packets in the kernel): `sent` more outbound native packets of `flow`
+  // since the last report, and when its first native answer arrived (zero: none yet). Keeps
+  // the flow alive (an idle flow is forgotten), counts the packets as evidence, and an answer
+  // judges a native_pending flow as an inbound_native short header would at `answered_at`
+  // (confirmed, or failed if it came past the bound with the evidence in). Report before
+  // on_expiry() at a deadline.
+  void native_report(const FlowKey& flow, std::uint64_t sent, Timestamp answered_at,
+                     Timestamp now);
+
   // Whether the frontend should pass this flow's inbound native packets (native_pending).
   // Flow keys here and in FlowEvent are in outbound orientation: client = this host
   // (FlowKey::from_client of an outbound packet, FlowKey::from_server of an inbound one).
@@ -212,6 +222,9 @@ class Classifier {
   Handle find_or_create(const FlowKey& key, Timestamp now);
   void move_native(Handle h, const FlowKey& key, Timestamp now);
   void fail(Handle h, const FlowKey& key, Timestamp now);
+  // A native_pending flow answered natively: confirmed, or failed if the answer is too late.
+  // Returns whether it was confirmed.
+  bool judge_answer(Handle h, const FlowKey& key, Timestamp now);
   void drop_flow(Handle h, Timestamp now);
   void push_event(FlowEvent::Kind kind, const FlowKey& key, Timestamp now, FlowEntry* entry);
   Duration watchdog_bound(const FlowEntry& e) const;

@@ -18,9 +18,11 @@
 #include "client/classifier.hpp"
 #include "client/control_server.hpp"
 #include "client/kernel_rules.hpp"
+#include "client/nflog_observer.hpp"
 #include "client/nfqueue_frontend.hpp"
 #include "client/nft_rules.hpp"
 #include "client/nft_set_writer.hpp"
+#include "client/routed_path.hpp"
 #include "client/routing.hpp"
 #include "client/status.hpp"
 #include "client/watched_ports.hpp"
@@ -78,6 +80,21 @@ std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* rout
   routing->channel_marks = {r->mark_channel, r->mark_decide_out};
   routing->mark_mask = d.mark_mask;
   routing->table = d.routing_table;
+  // The routed native path: no marks, no queue; the channel's copies go to one log group.
+  r->routed = routing->routed = d.native_path_routed;
+  r->log_group = d.queue_outbound;
+  routing->routed_table = d.routed_table;
+  routing->quic_ports = p.quic_ports;
+  routing->dns_to_channel = p.dns_to_channel;
+  routing->tcp_to_channel = p.tcp_to_channel;
+  routing->native_v4 = d.native_prefixes_v4;
+  routing->native_v6 = d.native_prefixes_v6;
+  routing->channel_interface = d.channel_interface;
+  if (d.native_path_routed &&
+      (p.other_udp == Route::channel || p.other_protocols == Route::channel)) {
+    return "native_path = \"routed\" sends only DNS, TCP and QUIC to the channel: set "
+           "other_udp and other_protocols to \"native\"";
+  }
   if (d.queue_outbound == d.queue_inbound) return "queue_outbound and queue_inbound must differ";
   return check_spec(*r);
 }
@@ -119,10 +136,21 @@ struct Daemon::Impl {
   // (observe_handshakes), the others answers on the native path.
   unsigned channel_ifindex = 0;
   common::Timestamp started = steady_now();
+  // The routed native path (config.daemon.native_path_routed): copies of the channel's
+  // packets instead of the queues, per-flow rules and the guard instead of the flow sets.
+  NflogObserver observer;
+  std::unique_ptr<asio::posix::stream_descriptor> log_fd;
+  std::unique_ptr<RoutedPath> routed;
+  asio::steady_timer routed_timer{io};
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
 
   std::string start();
+  std::string start_routed();
+  void arm_observer();
+  void observe(const ObservedPacket& p);
+  void after_routed_burst();
+  void arm_routed_timer();
   void preload_destinations();
   std::string open_queues();
   void arm_queue(NfqueueFrontend& q, asio::posix::stream_descriptor& fd, bool outbound);
@@ -148,18 +176,26 @@ std::string Daemon::Impl::start() {
   preload_destinations();
   if (auto why = channel.attach(config.daemon, &spec); !why.empty()) return why;
   channel_ifindex = if_nametoindex(config.daemon.channel_interface.c_str());
-  // Routing first (the table exists before any packet is marked), then the queues (so
-  // that marked packets find a listener), then the table, then the queue rules.
-  if (auto why = routing.install(routing_spec); !why.empty()) return "ip rule: " + why;
-  if (auto why = open_queues(); !why.empty()) return why;
-  if (auto why = rules.install(spec); !why.empty()) return "rules: " + why;
-  if (auto why = set_writer.open(); !why.empty()) return "flow sets: " + why;
+  if (config.daemon.native_path_routed) {
+    if (auto why = start_routed(); !why.empty()) return why;
+  } else {
+    // Routing first (the table exists before any packet is marked), then the queues (so
+    // that marked packets find a listener), then the table, then the queue rules.
+    if (auto why = routing.install(routing_spec); !why.empty()) return "ip rule: " + why;
+    if (auto why = open_queues(); !why.empty()) return why;
+    if (auto why = rules.install(spec); !why.empty()) return "rules: " + why;
+    if (auto why = set_writer.open(); !why.empty()) return "flow sets: " + why;
+  }
   control = std::make_unique<ControlServer>(
       io, options.control_path, config.daemon.metrics_listen,
       [this](const std::string& req) { return control_request(req); });
   if (auto why = control->start(); !why.empty()) return why;
-  arm_queue(queue_out, *out_fd, true);
-  arm_queue(queue_in, *in_fd, false);
+  if (routed) {
+    arm_observer();
+  } else {
+    arm_queue(queue_out, *out_fd, true);
+    arm_queue(queue_in, *in_fd, false);
+  }
   arm_expiry();
   watch_channel();
   stop_signals.async_wait([this](const boost::system::error_code&, int sig) {
@@ -171,6 +207,85 @@ std::string Daemon::Impl::start() {
     if (!ec) reload();
   });
   return {};
+}
+
+// The routed native path: the guard on every native device first (nothing may leave there
+// unguarded once rules send flows there), then the routing rules (DNS, TCP and QUIC to the
+// channel; the flow rules come later), then the log group's listener, then the netdev table
+// whose chains copy the channel's QUIC packets to it.
+std::string Daemon::Impl::start_routed() {
+  routing_spec.exempt_v4 = spec.exempt_v4;
+  routing_spec.exempt_v6 = spec.exempt_v6;
+  routing_spec.source_v4 = native_source_address("-4");
+  routing_spec.source_v6 = native_source_address("-6");
+  if (routing_spec.source_v4.empty() && routing_spec.source_v6.empty()) {
+    return "native_path = \"routed\": no default route in the main table to take the native "
+           "source address from";
+  }
+  RoutedPathOptions o;
+  o.flow_priority = routing_spec.flow_priority();
+  o.channel_interface = config.daemon.channel_interface;
+  o.guard.pin_dir = config.daemon.guard_pin_dir;
+  o.guard.quic_ports = config.policy.quic_ports;
+  o.guard.native_prefixes = config.daemon.native_prefixes_v4;
+  o.guard.native_prefixes.insert(o.guard.native_prefixes.end(),
+                                 config.daemon.native_prefixes_v6.begin(),
+                                 config.daemon.native_prefixes_v6.end());
+  o.orphan_check = config.policy.flows.idle_timeout;
+  routed = std::make_unique<RoutedPath>();
+  if (auto why = routed->start(o); !why.empty()) return why;
+  if (auto why = routing.install(routing_spec); !why.empty()) return "ip rule: " + why;
+  if (auto why = observer.open(spec.log_group); !why.empty()) return why;
+  if (auto why = rules.install(spec); !why.empty()) return "rules: " + why;
+  log_fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(observer.fd()));
+  spdlog::info("routed native path: native source {} / {}, flow rules at priority {}",
+               routing_spec.source_v4.empty() ? "-" : routing_spec.source_v4,
+               routing_spec.source_v6.empty() ? "-" : routing_spec.source_v6,
+               routing_spec.flow_priority());
+  return {};
+}
+
+void Daemon::Impl::arm_observer() {
+  log_fd->async_wait(asio::posix::stream_descriptor::wait_read,
+                     [this](const boost::system::error_code& ec) {
+                       if (ec) return;
+                       observer.drain([this](const ObservedPacket& p) { observe(p); });
+                       after_routed_burst();
+                       arm_observer();
+                     });
+}
+
+void Daemon::Impl::observe(const ObservedPacket& p) {
+  const common::Timestamp now = steady_now();
+  if (p.outdev == 0) {  // logged on ingress: the server's handshake (the RTT)
+    classifier->classify(p.payload, Direction::inbound_channel, now);
+    return;
+  }
+  const Decision d = classifier->classify(p.payload, Direction::outbound, now);
+  if (d.path != Path::native) return;
+  auto ip = common::parse_ip_packet(p.payload);
+  if (!ip.ok()) return;
+  const auto key = common::FlowKey::from_client(*ip);
+  const FlowEntry* f = classifier->find_flow(key);
+  routed->schedule(key, d.not_before, f != nullptr && f->state == FlowState::native_pending, now);
+}
+
+void Daemon::Impl::after_routed_burst() {
+  std::array<FlowEvent, 64> events;
+  const common::Timestamp now = steady_now();
+  while (std::size_t n = classifier->drain_events(events)) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const FlowEvent& e = events[i];
+      spdlog::debug("flow {}:{} -> {}:{} {}", e.flow.client.to_string(), e.flow.client_port,
+                    e.flow.server.to_string(), e.flow.server_port, to_string(e.kind));
+      if (e.kind == FlowEvent::Kind::failed_back) {
+        spdlog::warn("migration failed: {}:{} back on the channel", e.flow.server.to_string(),
+                     e.flow.server_port);
+      }
+      routed->on_event(e, now);
+    }
+  }
+  arm_expiry();
 }
 
 // The prober's non-migrating destinations: bad lines are reported and skipped (invariant 5).
@@ -311,7 +426,8 @@ void Daemon::Impl::unwatch_port(const common::FlowKey& flow) {
 }
 
 void Daemon::Impl::arm_expiry() {
-  const common::Timestamp next = std::min(classifier->next_expiry(), queue_out.next_release());
+  common::Timestamp next = std::min(classifier->next_expiry(), queue_out.next_release());
+  if (routed) next = std::min(next, routed->next_tick());
   if (next.ns == std::numeric_limits<std::int64_t>::max()) {
     expiry.expires_after(std::chrono::seconds(60));
   } else {
@@ -320,6 +436,13 @@ void Daemon::Impl::arm_expiry() {
   expiry.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;  // re-armed or stopped
     const common::Timestamp now = steady_now();
+    if (routed) {
+      // The watched flows' counts before the watchdog judges them at its deadlines.
+      routed->tick(*classifier, now);
+      classifier->on_expiry(now);
+      after_routed_burst();
+      return;
+    }
     queue_out.release_due(now);
     classifier->on_expiry(now);
     after_burst();
@@ -345,6 +468,7 @@ void Daemon::Impl::watch_channel() {
     if (ec) return;
     const unsigned index = if_nametoindex(config.daemon.channel_interface.c_str());
     if (index != channel_ifindex) channel_changed(index);
+    if (routed) routed->guard_new_devices();
     watch_channel();
   });
 }
@@ -398,8 +522,16 @@ void Daemon::Impl::reload() {
   if (load.config.daemon.queue_outbound != config.daemon.queue_outbound ||
       load.config.daemon.queue_inbound != config.daemon.queue_inbound ||
       load.config.daemon.channel_interface != config.daemon.channel_interface ||
-      load.config.daemon.routing_table != config.daemon.routing_table) {
-    spdlog::error("reload refused: queues, channel and routing table need a restart");
+      load.config.daemon.routing_table != config.daemon.routing_table ||
+      load.config.daemon.native_path_routed != config.daemon.native_path_routed ||
+      (routed && (new_routing.quic_ports != routing_spec.quic_ports ||
+                  new_routing.dns_to_channel != routing_spec.dns_to_channel ||
+                  new_routing.tcp_to_channel != routing_spec.tcp_to_channel ||
+                  new_routing.native_v4 != routing_spec.native_v4 ||
+                  new_routing.native_v6 != routing_spec.native_v6 ||
+                  new_routing.routed_table != routing_spec.routed_table))) {
+    spdlog::error("reload refused: queues, channel, routing tables, the native path and (routed) "
+                  "its ports, DNS/TCP policy and native prefixes need a restart");
     return;
   }
   new_spec.exempt_v4 = spec.exempt_v4;
@@ -454,6 +586,13 @@ nlohmann::json Daemon::Impl::status() {
   }
   s.kernel["native_out"].packets += native_verdicts.packets;
   s.kernel["native_out"].bytes += native_verdicts.bytes;
+  if (routed) {  // the guard counts the native path
+    const GuardCounters g = routed->guard_counters();
+    s.kernel["native_out"].packets += g[NG_NATIVE_OUT].packets;
+    s.kernel["native_out"].bytes += g[NG_NATIVE_OUT].bytes;
+    s.kernel["native_in"].packets += g[NG_NATIVE_IN].packets;
+    s.kernel["native_in"].bytes += g[NG_NATIVE_IN].bytes;
+  }
   s.queue_out = queue_out.stats();
   s.queue_in = queue_in.stats();
   s.channel_interface = spec.channel_interface;
@@ -463,7 +602,29 @@ nlohmann::json Daemon::Impl::status() {
   s.set_update_failures = set_update_failures;
   s.reloads = reloads;
   s.channel_recreated = channel_recreated;
-  return status_json(s);
+  nlohmann::json j = status_json(s);
+  j["native_path"] = routed ? "routed" : "queue";
+  if (routed) {
+    const RoutedPathStats& r = routed->stats();
+    const GuardCounters g = routed->guard_counters();
+    j["routed"] = {{"flows_with_rule", routed->flows_with_rule()},
+                   {"flows_watched", routed->flows_watched()},
+                   {"rules_added", r.rules_added},
+                   {"rules_deleted", r.rules_deleted},
+                   {"rule_failures", r.rule_failures},
+                   {"watch_failures", r.watch_failures},
+                   {"orphans_kept", r.orphans_kept},
+                   {"devices_guarded", r.devices_guarded},
+                   {"guard_failures", r.guard_failures},
+                   {"observed_packets", observer.stats().packets},
+                   {"observed_lost", observer.stats().enobufs},
+                   {"guard_drops", {{"long_header", g[NG_DROP_LONG].packets},
+                                    {"dns", g[NG_DROP_DNS].packets},
+                                    {"tcp", g[NG_DROP_TCP].packets},
+                                    {"gso", g[NG_DROP_GSO].packets},
+                                    {"unparsed", g[NG_DROP_UNPARSED].packets}}}};
+  }
+  return j;
 }
 
 std::string Daemon::Impl::control_request(const std::string& request) {
@@ -483,6 +644,7 @@ std::string Daemon::start() {
     // Undo in reverse order, now, before the caller reports the error.
     impl_->rules.remove();
     impl_->routing.remove();
+    if (impl_->routed) RoutedPath::remove_guard(impl_->config.daemon.guard_pin_dir);
   }
   return why;
 }
@@ -495,6 +657,7 @@ int Daemon::run() {
   impl_->io.run();
   impl_->rules.remove();
   impl_->routing.remove();
+  if (impl_->routed) RoutedPath::remove_guard(impl_->config.daemon.guard_pin_dir);
   spdlog::info("rules and routes removed");
   return 0;
 }
@@ -505,6 +668,7 @@ std::string cleanup_everything(const Config& config) {
   derive_specs(config, &spec, &routing);
   std::string why = remove_kernel_rules(spec.table);
   remove_routing(routing);
+  RoutedPath::remove_guard(config.daemon.guard_pin_dir);
   Channel::cleanup(config.daemon);
   return why;
 }

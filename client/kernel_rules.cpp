@@ -117,9 +117,9 @@ std::map<std::string, KernelCounter> parse_kernel_counters(const std::string& ou
 std::map<std::string, KernelCounter> read_kernel_counters(std::string_view table) {
   // The whole table: its named counters and the rules' anonymous ones; plus the channel
   // device's table of stateless addressing, when there is one (same counter names: summed).
+  // (The routed native path has the device's table alone.)
   auto r = run_process({"nft", "-j", "list", "table", "inet", std::string(table)});
-  if (!r.ok()) return {};
-  auto out = parse_kernel_counters(r.output);
+  auto out = r.ok() ? parse_kernel_counters(r.output) : std::map<std::string, KernelCounter>{};
   auto dev = run_process({"nft", "-j", "list", "table", "netdev", std::string(table)});
   if (dev.ok()) {
     for (const auto& [name, c] : parse_kernel_counters(dev.output)) {
@@ -159,6 +159,10 @@ std::string InstalledRules::install(const RulesetSpec& spec) {
   const char* tools[2][2] = {{"iptables-nft", "iptables-nft-restore"},
                              {"ip6tables-nft", "ip6tables-nft-restore"}};
   for (const auto& t : tools) {
+    if (spec.routed) {
+      remove_iptables(t[0], t[1]);  // a reload from the queue path
+      continue;
+    }
     // Replace: unhook the old chains first (between the two, queued marks stay unqueued
     // and go to the channel: safe), then one transaction per family.
     remove_iptables(t[0], t[1]);

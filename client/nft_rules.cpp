@@ -333,19 +333,30 @@ void channel_device_table(std::ostringstream& o, const RulesetSpec& s) {
   reverse_maps(o, s);
   o << "  chain channel_egress {\n    type filter hook egress device \"" << s.channel_interface
     << "\" priority 0; policy accept;\n    counter name \"channel_out\"\n";
+  if (s.routed) {
+    o << "    meta l4proto udp th dport " << port_set(s.quic_ports) << " log group " << s.log_group
+      << "\n";
+  }
   rewrite_source(o, s);
   o << "  }\n  chain " << kChannelIngressChain << " {\n    type filter hook ingress device \""
     << s.channel_interface << "\" priority 0; policy accept;\n"
        "    counter name \"channel_in\"\n";
+  // Routed: the rewritten packet goes on to channel_seen (the server's long headers logged).
+  const std::string seen = s.routed ? " goto channel_seen" : " accept";
   for (const auto& [fam, ip, tunnel] :
        {std::tuple{"4", "ip", &s.tunnel_v4}, std::tuple{"6", "ip6", &s.tunnel_v6}}) {
     if (tunnel->empty()) continue;
     const std::string to = std::string("    ") + ip + " daddr " + *tunnel;
     o << to << " meta l4proto { tcp, udp } " << ip << " daddr set th dport . th sport . " << ip
-      << " saddr map @rev" << fam << " accept\n"
-      << to << " " << ip << " daddr set " << ip << " saddr map @revany" << fam << " accept\n";
+      << " saddr map @rev" << fam << seen << "\n"
+      << to << " " << ip << " daddr set " << ip << " saddr map @revany" << fam << seen << "\n";
   }
-  o << "  }\n}\n";
+  o << "  }\n";
+  if (s.routed) {
+    o << "  chain channel_seen {\n    meta l4proto udp th sport " << port_set(s.quic_ports)
+      << " @th,64,1 1 log group " << s.log_group << "\n  }\n";
+  }
+  o << "}\n";
 }
 
 std::string element(const common::FlowKey& f) {
@@ -405,6 +416,10 @@ std::string ruleset_text(const RulesetSpec& s) {
   // One transaction: create if absent, delete, create afresh. Never a moment without rules.
   // The netdev table too (stateless addressing has one; a reload to another mode removes it).
   o << delete_table_text(s.table);
+  if (s.routed) {
+    channel_device_table(o, s);
+    return o.str();
+  }
   o << "table inet " << s.table << " {\n";
   for (const char* c : {"channel_out", "native_out", "decide_out", "channel_in", "native_in",
                         "watch_in"}) {
@@ -445,6 +460,7 @@ std::vector<std::string> inbound_queue_chains(const RulesetSpec& s) {
   // Inbound there is no re-route to wait for: the queue sits at the end of the chains that
   // pick the packets (an iptables raw PREROUTING rule cost every inbound packet a base
   // chain, ~40-50 ns).
+  if (s.routed) return {};
   std::vector<std::string> chains{"watch_in"};
   if (s.observe_handshakes) chains.emplace_back("observe_in");
   return chains;

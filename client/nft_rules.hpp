@@ -91,6 +91,9 @@ struct RulesetSpec {
   bool gso_native_fast = false;          // true: not those of a flow in the native set
   bool observe_handshakes = false;       // queue QUIC long headers (outbound: decided channel;
                                          // inbound on the channel: observed) for the RTT
+  bool routed = false;                   // the routed native path: only the netdev table,
+                                         // whose chains copy QUIC to `log_group`
+  std::uint16_t log_group = 0;
   std::uint32_t set_size = 65536;        // elements per flow set (invariant 4)
   std::chrono::seconds native_timeout{120};  // a native-set element lives this long
   std::chrono::seconds watch_timeout{10};    // a watch-set element lives this long
@@ -108,6 +111,12 @@ std::string ruleset_text(const RulesetSpec& spec);
 // The `nft -f` text that deletes the table, present or not (one transaction).
 std::string delete_table_text(std::string_view table);
 
+// The routed native path (spec.routed): no inet table, no queue, no iptables rule: the netdev
+// table alone, whose egress chain copies every channel datagram to a QUIC port to the log
+// group (before the source rewrite: the daemon sees the flow's local address) and whose
+// ingress chain, after the destination rewrite, copies the server's long headers (the
+// handshake RTT).
+//
 // The chains whose packets go to the inbound queue (queue_inbound): each ends with an xt
 // NFQUEUE rule that the daemon appends over netlink after `nft -f` (nft_queue_rules.hpp).
 std::vector<std::string> inbound_queue_chains(const RulesetSpec& spec);

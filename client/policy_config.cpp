@@ -295,7 +295,7 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
                {"queue_outbound", "queue_inbound", "mark_channel", "mark_native", "mark_mask",
                 "routing_table", "channel_interface", "wg_config", "addressing",
                 "native_conntrack", "native_gso", "native_prefixes", "metrics_listen",
-                "destinations_file"});
+                "destinations_file", "native_path", "routed_table", "guard_pin_dir"});
   l.integer(t, "queue_outbound", 0, 65535, &d->queue_outbound);
   l.integer(t, "queue_inbound", 0, 65535, &d->queue_inbound);
   if (d->queue_outbound == d->queue_inbound) {
@@ -333,6 +333,19 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   l.word(t, "native_gso", {"kernel", "daemon"}, &gso);
   d->native_gso_in_kernel = gso == 0;
   l.prefixes(t, "native_prefixes", &d->native_prefixes_v4, &d->native_prefixes_v6);
+  std::size_t path = d->native_path_routed ? 1 : 0;
+  l.word(t, "native_path", {"queue", "routed"}, &path);
+  d->native_path_routed = path == 1;
+  if (d->native_path_routed && d->addressing != Addressing::stateless) {
+    l.error(t->get("native_path")->source(),
+            "native_path = \"routed\" needs addressing = \"stateless\"");
+  }
+  l.integer(t, "routed_table", 1, 0xffffffffll, &d->routed_table);
+  if (d->routed_table == d->routing_table || (d->routed_table >= 253 && d->routed_table <= 255)) {
+    l.error(t->source(), "daemon: routed_table must differ from routing_table and not be "
+                         "253..255");
+  }
+  l.string(t, "guard_pin_dir", &d->guard_pin_dir);
   if (const toml::node* n = l.string(t, "metrics_listen", &d->metrics_listen);
       n && !d->metrics_listen.empty() && !valid_listen(d->metrics_listen)) {
     l.error(n->source(), "metrics_listen must be host:port (port 1..65535) or empty, not " +

@@ -66,6 +66,17 @@ struct DaemonSettings {
   // to them goes natively, handshakes (TCP, QUIC) included, except DNS (port 53), which
   // stays on the channel. Only what the user lists; empty by default.
   std::vector<std::string> native_prefixes_v4, native_prefixes_v6;
+  // How native packets leave (client/README.md): false ("queue", the default): netfilter
+  // rules on every outbound packet and a queue for undecided flows; true ("routed"): policy
+  // routing sends DNS, TCP and QUIC to the channel, a flow the daemon moves native gets a
+  // rule of its own, and a tc guard on every native device drops what must not leave there
+  // (stateless addressing only).
+  bool native_path_routed = false;
+  // The routed native path's channel table (a default route through the channel with the
+  // native source address). Its own: flushed at exit.
+  std::uint32_t routed_table = 51821;
+  // Where the routed native path pins its guard (a bpffs directory).
+  std::string guard_pin_dir = "/sys/fs/bpf/quicstep";
   // Prometheus text endpoint, host:port; empty: off. Localhost by default.
   std::string metrics_listen = "127.0.0.1:9464";
   // The prober's non-migrating destinations to preload (destination_cache.hpp); empty: none.

@@ -21,7 +21,7 @@ packages=(
   libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev ngtcp2-server ngtcp2-client
   chromium-headless-shell
   # the router and the lab
-  libnetfilter-queue-dev libmnl-dev libnftnl-dev nftables iptables iproute2 wireguard-tools wireguard-go
+  libnetfilter-queue-dev libnetfilter-log-dev libmnl-dev libnftnl-dev nftables iptables iproute2 wireguard-tools wireguard-go
   libbpf-dev bpftool dnsmasq-base tcpdump tshark iperf3 openssl
   # the lab tests: ping and dig inside namespaces
   iputils-ping dnsutils

@@ -242,7 +242,9 @@ static __noinline int ng_ingress_generic(struct __sk_buff *skb) {
     struct ng_flow_state *state = bpf_map_lookup_elem(&ng_watch, &key);
     if (state) {
       __sync_fetch_and_add(&state->answered, 1);
-      state->last_answer_ns = bpf_ktime_get_ns();
+      __u64 now = bpf_ktime_get_ns();
+      state->last_answer_ns = now;
+      if (!state->first_answer_ns) state->first_answer_ns = now;
       ng_count(NG_WATCH_ANSWERED, 1, skb->len);
     }
   }

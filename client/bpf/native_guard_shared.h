@@ -41,6 +41,7 @@ struct ng_flow_state {
   __u64 sent;      // native packets out since the entry was created
   __u64 answered;  // native answers in
   __u64 last_answer_ns;  // bpf_ktime_get_ns() of the last answer, 0 if none
+  __u64 first_answer_ns; // of the first answer (CLOCK_MONOTONIC, as steady_clock), 0 if none
 };
 
 // Longest-prefix-match key of the native prefixes (destinations whose TCP and QUIC

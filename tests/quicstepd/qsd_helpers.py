@@ -210,13 +210,48 @@ def kernel_state(netns):
     def run(*cmd):
         return subprocess.run(["ip", "netns", "exec", netns, *cmd], capture_output=True,
                               text=True).stdout
+    tables = run("nft", "list", "tables")
+    ip_rules = run("ip", "-4", "rule") + run("ip", "-6", "rule")
     return {
-        "nft": "table inet quicstep" in run("nft", "list", "tables"),
+        "nft": "table inet quicstep" in tables or "table netdev quicstep" in tables,
         "iptables": any(tag in run(tool, "-t", "raw", "-S")
                         for tool in ("iptables-nft", "ip6tables-nft")
                         for tag in ("QUICSTEP", "--comment quicstepd ")),
-        "rules": "fwmark 0x5" in run("ip", "-4", "rule") + run("ip", "-6", "rule"),
+        # The queue path's mark rules, the routed path's (its channel table, its flows).
+        "rules": "fwmark 0x5" in ip_rules or "lookup 51821" in ip_rules
+                 or any(f"{p}:" in ip_rules for p in range(10120, 10131)),
     }
+
+
+# `ip netns exec` gives the daemon a private /sys (so a bpffs it mounts at /sys/fs/bpf would
+# vanish with it): the lab's guard pins on a bpffs mounted here, in the host's view, which the
+# daemon's mount namespace inherits.
+LAB_BPFFS = "/run/qs-lab-bpf"
+GUARD_PIN_DIR = LAB_BPFFS + "/quicstep"
+
+
+def mount_lab_bpffs():
+    os.makedirs(LAB_BPFFS, exist_ok=True)
+    with open("/proc/self/mounts") as f:
+        mounts = f.read().split("\n")
+    if not any(line.split(" ")[1:3] == [LAB_BPFFS, "bpf"] for line in mounts if line):
+        subprocess.run(["mount", "-t", "bpf", "bpf", LAB_BPFFS], check=True)
+    return GUARD_PIN_DIR
+
+
+def guard_pinned():
+    """Whether the routed native path's guard is pinned (its maps and links)."""
+    return os.path.isdir(GUARD_PIN_DIR) and bool(os.listdir(GUARD_PIN_DIR))
+
+
+def flow_rules(netns, priority=10120):
+    """The routed native path's per-flow rules (`ip rule` lines at their priority)."""
+    out = ""
+    for fam in ("-4", "-6"):
+        out += subprocess.run(["ip", "netns", "exec", netns, "ip", fam, "rule", "show",
+                               "priority", str(priority)], capture_output=True,
+                              text=True).stdout
+    return [line for line in out.splitlines() if line.strip()]
 
 
 def native_set_has(netns, server, port=443):

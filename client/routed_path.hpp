@@ -1,0 +1,110 @@
+// RoutedPath: the daemon's half of the routed native path (native_path = "routed",
+// client/README.md). Policy routing sends DNS, TCP and QUIC to the channel (routing.hpp);
+// the classifier decides from copies of the channel's packets (nflog_observer.hpp); a flow it
+// moves native gets a rule of its own here — `to SERVER ipproto udp sport P dport Q lookup
+// main` — at the end of its native switch, so its packets keep the channel until then and
+// arrive in order. Native packets never reach the daemon: the guard (native_guard.hpp) on
+// every native device drops what must not leave there, counts the rest, and counts a watched
+// flow's packets and answers, which the migration watchdog reads here (tick()).
+//
+// Rules outlive the daemon (a killed daemon leaves its native flows native and everything
+// else on the channel, as the queue path's native set does); the next start removes them
+// (the flows pass the channel once more and move again). A flow the classifier forgets
+// (idle: it sees none of a native flow's packets) keeps its rule while a UDP socket holds its
+// local port, checked again every idle timeout; a flow that fails back loses it at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "client/classifier.hpp"
+#include "client/fib_rule_writer.hpp"
+#include "client/native_guard.hpp"
+#include "common/flow_key.hpp"
+
+namespace quicstep::client {
+
+struct RoutedPathOptions {
+  std::uint32_t flow_priority = 10120;  // RoutingSpec::flow_priority()
+  std::string channel_interface;
+  GuardOptions guard;
+  // How often watched flows are read while the watchdog waits on any.
+  common::Duration watch_poll = std::chrono::milliseconds(20);
+  // A forgotten flow's rule: how long before its socket is checked again.
+  common::Duration orphan_check = std::chrono::seconds(120);
+};
+
+struct RoutedPathStats {
+  std::uint64_t rules_added = 0;
+  std::uint64_t rule_failures = 0;   // adds or deletes the kernel refused
+  std::uint64_t rules_deleted = 0;
+  std::uint64_t watch_failures = 0;  // the guard's watch map refused a flow
+  std::uint64_t orphans_kept = 0;    // forgotten flows whose socket was still there
+  std::uint64_t devices_guarded = 0;
+  std::uint64_t guard_failures = 0;  // a device the guard could not attach to
+};
+
+class RoutedPath {
+ public:
+  RoutedPath() = default;
+  RoutedPath(const RoutedPath&) = delete;
+  RoutedPath& operator=(const RoutedPath&) = delete;
+
+  // Loads the guard, attaches it to every native device, opens the rule socket. "" or why.
+  std::string start(const RoutedPathOptions& options);
+  // Attaches the guard to devices that appeared since (called every few seconds).
+  void guard_new_devices();
+
+  // The classifier decided a packet of `flow` (seen on the channel) native: its rule goes in
+  // at `due` (at once if zero or past), watched if the watchdog waits on the flow.
+  void schedule(const common::FlowKey& flow, common::Timestamp due, bool watch,
+                common::Timestamp now);
+  // Keeps the kernel in step with a classifier event.
+  void on_event(const FlowEvent& event, common::Timestamp now);
+  // Adds due rules, reports watched flows to the classifier, re-checks forgotten flows.
+  void tick(Classifier& classifier, common::Timestamp now);
+  // When tick() has work next (Timestamp max: none).
+  common::Timestamp next_tick() const;
+
+  GuardCounters guard_counters() const;
+  const RoutedPathStats& stats() const { return stats_; }
+  std::size_t flows_with_rule() const;
+  std::size_t flows_watched() const;
+
+  // Everything the guard of `pin_dir` and the devices of this namespace carry (at exit and by
+  // --cleanup; the rules go with the routing's priorities).
+  static void remove_guard(const std::string& pin_dir);
+
+ private:
+  struct Flow {
+    bool rule = false;      // added to the kernel
+    bool watch = false;     // the watchdog reads it (native_pending)
+    bool watching = false;  // in the guard's watch map
+    bool orphan = false;    // forgotten by the classifier, rule kept while its socket lives
+    common::Timestamp due;  // rule not yet added: when
+    std::uint64_t sent_seen = 0;
+  };
+  void add_rule(const common::FlowKey& key, Flow& f);
+  void drop(const common::FlowKey& key, Flow& f);
+  void unwatch(const common::FlowKey& key, Flow& f);
+
+  RoutedPathOptions options_;
+  FibRuleWriter writer_;
+  std::unique_ptr<NativeGuard> guard_;
+  std::set<std::string> guarded_;
+  std::unordered_map<common::FlowKey, Flow, common::FlowKeyHash> flows_;
+  RoutedPathStats stats_;
+  common::Timestamp last_tick_;
+};
+
+// The guard's key of a flow (outbound orientation: client = local).
+ng_flow_key guard_key(const common::FlowKey& flow);
+// Whether a UDP socket of this namespace holds `port` locally (`ss`).
+bool udp_port_in_use(std::uint16_t port);
+
+}  // namespace quicstep::client
