@@ -46,6 +46,10 @@ QSD_MODES = {
     # GSO super-packets of native flows decided in the kernel (the line lands in [daemon]:
     # write_config appends extra right after that table's lines).
     "quicstepd-gso-kernel": ("stateless", "native_gso = \"kernel\"\n"),
+    # The routed native path: per-flow ip rules and the tc guard, no netfilter on native
+    # packets (its guard pins on the lab's bpffs: `ip netns exec` hides /sys/fs/bpf).
+    "quicstepd-routed": ("stateless", f'native_path = "routed"\n'
+                                      f'guard_pin_dir = "{h.GUARD_PIN_DIR}"\n'),
 }
 
 # Decomposition (--modes paper+ipt,...): the paper's rules plus ONE kernel feature that
@@ -132,6 +136,7 @@ class Bench:
                                         "*", "443", key, cert],
                          os.path.join(self.work, "server.log"))
         self.htdocs = htdocs
+        h.mount_lab_bpffs()
         self.configs = {}
         for mode, (addressing, extra) in QSD_MODES.items():
             self.configs[mode] = h.write_config(os.path.join(self.work, f"{mode}.toml"),
@@ -273,7 +278,7 @@ def main():
                          "default config: nft rewrite, no conntrack), quicstepd-noswitch (native switch "
                          "off), quicstepd-switch100 (it waits a whole RTT), quicstepd-hold3 (stateless "
                          "+ a 3-packet hold), quicstepd-hold5ms, quicstepd-gso-kernel (stateless + native_gso = "
-                         "kernel), quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
+                         "kernel), quicstepd-routed (native_path = routed), quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
                          "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "
                          "kernel features)")
     args = ap.parse_args()

@@ -507,3 +507,73 @@ TEST(ClassifierNativeSwitch, ALateLongHeaderOnTheChannelIsNoStalePathEvidence) {
 
 }  // namespace
 }  // namespace quicstep::client
+
+namespace quicstep::client {
+namespace {
+
+// The routed native path: the daemon sees one short header on the channel (the move), the
+// rest leave natively unseen; the guard's counts come in through native_report().
+TEST(ClassifierNativeReport, AnswerCountedInTheKernelConfirmsEvenWhenReadAfterTheBound) {
+  Harness h;
+  h.handshake(6200, 0ms, 10ms);
+  EXPECT_EQ(h.out(6200, short_header(), 20ms).path, Path::native);
+  const Timestamp deadline = h.c.next_expiry();
+  EXPECT_EQ(deadline, at(220ms));
+  h.c.native_report(key4(6200), 40, Timestamp{}, at(100ms));  // sent, not answered yet
+  EXPECT_EQ(h.c.find_flow(key4(6200))->state, FlowState::native_pending);
+  // Read at the deadline; the first answer came at 30 ms: in time, confirmed.
+  h.c.native_report(key4(6200), 10, at(30ms), deadline);
+  h.c.on_expiry(deadline);
+  EXPECT_EQ(h.c.find_flow(key4(6200))->state, FlowState::native_confirmed);
+  const auto ev = drain(h.c);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[1].kind, FlowEvent::Kind::confirmed);
+  EXPECT_EQ(h.c.counters().confirmed, 1u);
+}
+
+TEST(ClassifierNativeReport, UnansweredPacketsFailAtTheBound) {
+  Harness h;
+  h.handshake(6201, 0ms, 10ms);
+  EXPECT_EQ(h.out(6201, short_header(), 20ms).path, Path::native);
+  h.c.native_report(key4(6201), 5, Timestamp{}, at(219ms));
+  h.c.on_expiry(at(220ms));
+  EXPECT_EQ(h.c.find_flow(key4(6201))->state, FlowState::failed);
+  // A first answer past the bound, with the evidence in: too late.
+  h.handshake(6202, 0ms, 10ms, "198.18.1.11");
+  (void)h.out(6202, short_header(), 20ms, "198.18.1.11");
+  h.c.native_report(key4(6202, "198.18.1.11"), 5, at(221ms), at(230ms));
+  EXPECT_EQ(h.c.find_flow(key4(6202, "198.18.1.11"))->state, FlowState::failed);
+  EXPECT_EQ(h.c.counters().failed_back, 2u);
+}
+
+TEST(ClassifierNativeReport, QuietAtTheBoundIsJudgedByLaterReports) {
+  Harness h;
+  h.handshake(6203, 0ms, 10ms);
+  EXPECT_EQ(h.out(6203, short_header(), 20ms).path, Path::native);
+  h.c.on_expiry(at(220ms));  // one packet: not judged
+  EXPECT_EQ(h.c.find_flow(key4(6203))->state, FlowState::native_pending);
+  EXPECT_EQ(h.c.counters().quiet_at_bound, 1u);
+  h.c.native_report(key4(6203), 1, Timestamp{}, at(300ms));  // 2 of 3: still not
+  EXPECT_EQ(h.c.find_flow(key4(6203))->state, FlowState::native_pending);
+  h.c.native_report(key4(6203), 1, Timestamp{}, at(400ms));  // the evidence, unanswered
+  EXPECT_EQ(h.c.find_flow(key4(6203))->state, FlowState::failed);
+}
+
+TEST(ClassifierNativeReport, ReportsKeepAFlowAliveAndIgnoreUnknownFlows) {
+  Policy p;
+  p.flows.idle_timeout = 1s;
+  Harness h(p);
+  h.handshake(6204, 0ms, 10ms);
+  EXPECT_EQ(h.out(6204, short_header(), 20ms).path, Path::native);
+  h.c.native_report(key4(6204), 0, at(25ms), at(900ms));  // confirmed, and touched
+  h.c.on_expiry(at(1500ms));
+  ASSERT_NE(h.c.find_flow(key4(6204)), nullptr);
+  EXPECT_EQ(h.c.find_flow(key4(6204))->state, FlowState::native_confirmed);
+  h.c.native_report(key4(7000), 5, at(1ms), at(1600ms));  // unknown: nothing happens
+  EXPECT_EQ(h.c.find_flow(key4(7000)), nullptr);
+  h.c.on_expiry(at(3s));
+  EXPECT_EQ(h.c.find_flow(key4(6204)), nullptr);  // no report since: forgotten
+}
+
+}  // namespace
+}  // namespace quicstep::client

@@ -433,3 +433,83 @@ TEST(NftRules, ParsesKernelCounters) {
 
 }  // namespace
 }  // namespace quicstep::client
+
+namespace quicstep::client {
+namespace {
+
+// The routed native path: the channel device's table alone (nothing on the output hook, so
+// native packets meet no netfilter chain), copies of the channel's QUIC to the log group.
+TEST(NftRulesRouted, OnlyTheDeviceTableCopiesQuicToTheLogGroup) {
+  RulesetSpec s;
+  s.channel_interface = "qsw-client";
+  s.stateless = true;
+  s.routed = true;
+  s.log_group = 7;
+  s.quic_ports = {443, 8443};
+  s.tunnel_v4 = "10.77.0.2";
+  s.tunnel_v6 = "fd77::2";
+  ASSERT_EQ(check_spec(s), "");
+  const std::string t = ruleset_text(s);
+  EXPECT_FALSE(has(t, "table inet quicstep {"));
+  EXPECT_FALSE(has(t, "hook output"));
+  EXPECT_FALSE(has(t, "hook prerouting"));
+  EXPECT_TRUE(has(t, "delete table inet quicstep"));  // a queue path's table goes
+  const std::string out = chain(t, "channel_egress");
+  // Copied before the source rewrite: the daemon sees the flow's local address.
+  const auto log = out.find("meta l4proto udp th dport { 443, 8443 } log group 7\n");
+  ASSERT_NE(log, std::string::npos) << out;
+  EXPECT_LT(log, out.find("saddr set 10.77.0.2"));
+  // In: rewritten, then the server's long headers copied.
+  const std::string in = chain(t, "channel_ingress");
+  EXPECT_TRUE(has(in, "saddr map @rev4 goto channel_seen")) << in;
+  EXPECT_FALSE(has(in, " accept\n")) << in;
+  EXPECT_TRUE(has(chain(t, "channel_seen"),
+                  "meta l4proto udp th sport { 443, 8443 } @th,64,1 1 log group 7"));
+  EXPECT_TRUE(inbound_queue_chains(s).empty());
+  // The queue path keeps its accept and has no log.
+  s.routed = false;
+  EXPECT_FALSE(has(ruleset_text(s), "log group"));
+}
+
+TEST(NftRulesRouted, RoutingSendsDnsTcpAndQuicToTheChannelTableAndFailsClosed) {
+  RoutingSpec r;
+  r.routed = true;
+  r.routed_table = 51821;
+  r.quic_ports = {443};
+  r.channel_interface = "qsw-client";
+  r.source_v4 = "198.18.1.2";
+  r.exempt_v4 = {"198.18.3.2"};
+  r.native_v4 = {"192.168.0.0/16"};
+  const auto cmds = routed_routing_commands(r);
+  std::vector<std::string> v4;
+  for (const auto& c : cmds) {
+    std::string line;
+    for (const auto& w : c) line += (line.empty() ? "" : " ") + w;
+    if (c[1] == "-4") v4.push_back(line);
+  }
+  const std::vector<std::string> want = {
+      "ip -4 route replace default dev qsw-client src 198.18.1.2 table 51821",
+      "ip -4 rule add to 198.18.3.2 lookup main priority 10121",
+      "ip -4 rule add ipproto udp dport 53 lookup 51821 priority 10122",
+      "ip -4 rule add ipproto udp dport 53 unreachable priority 10123",
+      "ip -4 rule add ipproto tcp dport 53 lookup 51821 priority 10124",
+      "ip -4 rule add ipproto tcp dport 53 unreachable priority 10125",
+      "ip -4 rule add to 192.168.0.0/16 lookup main priority 10126",
+      "ip -4 rule add ipproto tcp lookup 51821 priority 10127",
+      "ip -4 rule add ipproto tcp unreachable priority 10128",
+      "ip -4 rule add ipproto udp dport 443 lookup 51821 priority 10129",
+      "ip -4 rule add ipproto udp dport 443 unreachable priority 10130",
+  };
+  EXPECT_EQ(v4, want);
+  // IPv6 without a native source: no channel route, so its channel packets meet unreachable.
+  for (const auto& c : cmds) {
+    if (c[1] == "-6") {
+      EXPECT_NE(c[2], "route");
+    }
+  }
+  // Every priority lies in the range remove_routing() clears.
+  EXPECT_EQ(r.flow_priority() + RoutingSpec::kRoutedPriorities - 1, 10130u);
+}
+
+}  // namespace
+}  // namespace quicstep::client

@@ -210,3 +210,25 @@ TEST(PolicyConfig, NativeFlowsAreTrackedUnlessNatOrSaidOtherwise) {
 
 }  // namespace
 }  // namespace quicstep::client
+
+namespace quicstep::client {
+namespace {
+
+TEST(PolicyConfigRouted, NativePathIsOptInAndNeedsStatelessAddressing) {
+  EXPECT_FALSE(parse_config("", "q.toml").config.daemon.native_path_routed);
+  const ConfigLoad ok = parse_config(
+      "[daemon]\nnative_path = \"routed\"\nrouted_table = 900\nguard_pin_dir = \"/run/x/q\"\n",
+      "q.toml");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok.config.daemon.native_path_routed);
+  EXPECT_EQ(ok.config.daemon.routed_table, 900u);
+  EXPECT_EQ(ok.config.daemon.guard_pin_dir, "/run/x/q");
+  EXPECT_EQ(one_error("[daemon]\naddressing = \"nat\"\nnative_path = \"routed\"\n"),
+            "q.toml:3:15: native_path = \"routed\" needs addressing = \"stateless\"");
+  EXPECT_NE(one_error("[daemon]\nnative_path = \"fast\"\n").find("'queue' 'routed'"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nrouted_table = 51820\n").find("must differ"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace quicstep::client
