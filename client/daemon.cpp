@@ -22,6 +22,7 @@
 #include "client/nfqueue_frontend.hpp"
 #include "client/nft_rules.hpp"
 #include "client/nft_set_writer.hpp"
+#include "client/process.hpp"
 #include "client/routed_path.hpp"
 #include "client/routing.hpp"
 #include "client/status.hpp"
@@ -494,6 +495,14 @@ void Daemon::Impl::channel_changed(unsigned index) {
                   config.daemon.channel_interface, why);
     return;
   }
+  if (routed) {
+    // The routed channel table's route went with the old device: the same route again.
+    for (const auto& cmd : routed_routing_commands(routing_spec)) {
+      if (cmd.size() > 2 && cmd[2] == "route") {
+        if (auto r = run_process(cmd); !r.ok()) spdlog::error("{}", describe(cmd, r));
+      }
+    }
+  }
   watched_ports.clear();  // the new table's sets are empty
   spec = new_spec;
   recent_native.clear();
@@ -622,7 +631,8 @@ nlohmann::json Daemon::Impl::status() {
                                     {"dns", g[NG_DROP_DNS].packets},
                                     {"tcp", g[NG_DROP_TCP].packets},
                                     {"gso", g[NG_DROP_GSO].packets},
-                                    {"unparsed", g[NG_DROP_UNPARSED].packets}}}};
+                                    {"unparsed", g[NG_DROP_UNPARSED].packets},
+                                    {"raw_fragment", g[NG_DROP_RAW_FRAGMENT].packets}}}};
   }
   return j;
 }

@@ -6,8 +6,9 @@
  * ng_egress keeps invariant 1 in the kernel, whatever routed a packet to the native device:
  * a local packet (one with a socket: forwarded packets and the kernel's own have none, as
  * in the OUTPUT hook) is dropped if it is DNS (UDP or TCP port 53, either side), TCP (unless
- * to a native prefix), or on a QUIC port a long header, a datagram too short to have a
- * header, or a GSO super-packet any of whose segments is a long header. A drop, not a
+ * to a native prefix), on a QUIC port a long header, a datagram too short to have a
+ * header, or a GSO super-packet any of whose segments is a long header, or a raw socket's
+ * non-first fragment. A drop, not a
  * detour: on this hook routing is done and a redirect to the channel device would skip its
  * egress rewrite; the sender's retransmission takes the channel once its route does. It
  * counts the QUIC short headers that pass (the native path's outbound packets and bytes)
@@ -173,8 +174,15 @@ static __noinline int ng_egress_generic(struct __sk_buff *skb) {
   struct ng_packet p = {};
   if (ng_parse(skb, &p)) return TC_ACT_UNSPEC;
   if (p.unparsed) return ng_drop(NG_DROP_UNPARSED, skb);
-  /* A later fragment has no ports; its datagram's first fragment carries the header. */
-  if (p.non_first_fragment) return TC_ACT_UNSPEC;
+  /* A later fragment has no ports; its datagram's first fragment carries the header. A
+   * socket's own datagrams were routed by their ports before they were fragmented; only a
+   * raw socket hands the kernel fragments it made, whose ports nobody saw: dropped. */
+  if (p.non_first_fragment) {
+    struct bpf_sock *sk = skb->sk;
+    if (sk) sk = bpf_sk_fullsock(sk);
+    if (sk && sk->type == 3 /* SOCK_RAW */) return ng_drop(NG_DROP_RAW_FRAGMENT, skb);
+    return TC_ACT_UNSPEC;
+  }
   if (p.protocol != IPPROTO_UDP && p.protocol != IPPROTO_TCP) return TC_ACT_UNSPEC;
 
   __be16 ports[2]; /* source, destination: the same place in UDP and TCP */

@@ -18,7 +18,8 @@ enum ng_counter_slot {
   NG_WATCH_ANSWERED = 8, // inbound answers of watched flows
   NG_NATIVE_OUT_GENERIC = 9,  // of NG_NATIVE_OUT, those the generic path passed
   NG_NATIVE_IN_GENERIC = 10,  // of NG_NATIVE_IN, those the generic path counted
-  NG_COUNTER_SLOTS = 11,
+  NG_DROP_RAW_FRAGMENT = 11, // a raw socket's non-first fragment (no port to judge) dropped
+  NG_COUNTER_SLOTS = 12,
 };
 
 struct ng_counter {

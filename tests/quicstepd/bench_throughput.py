@@ -50,6 +50,10 @@ QSD_MODES = {
     # packets (its guard pins on the lab's bpffs: `ip netns exec` hides /sys/fs/bpf).
     "quicstepd-routed": ("stateless", f'native_path = "routed"\n'
                                       f'guard_pin_dir = "{h.GUARD_PIN_DIR}"\n'),
+    # ... with the native switch off: a moved flow's rule goes in at its first short header.
+    "quicstepd-routed-noswitch": ("stateless", f'native_path = "routed"\n'
+                                               f'guard_pin_dir = "{h.GUARD_PIN_DIR}"\n'
+                                               "[native_switch]\nenabled = false\n"),
 }
 
 # Decomposition (--modes paper+ipt,...): the paper's rules plus ONE kernel feature that

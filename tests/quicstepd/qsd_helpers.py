@@ -179,6 +179,10 @@ def write_config(path, interface, addressing=None, extra=""):
     # else the daemon's default (no addressing line).
     addressing = addressing or os.environ.get("QSD_ADDRESSING")
     line = f'addressing = "{addressing}"\n' if addressing else ""
+    # QSD_NATIVE_PATH=routed: the suite again with the routed native path (stateless only).
+    if (os.environ.get("QSD_NATIVE_PATH") == "routed" and addressing in (None, "stateless")
+            and "native_path" not in extra):
+        line += f'native_path = "routed"\nguard_pin_dir = "{mount_lab_bpffs()}"\n'
     with open(path, "w") as f:
         f.write(f'[daemon]\nchannel_interface = "{interface}"\n{line}'
                 f'metrics_listen = "127.0.0.1:9464"\n{extra}')
