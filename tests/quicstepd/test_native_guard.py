@@ -90,6 +90,7 @@ TUN_READER = r"""
 import fcntl, json, os, select, struct, sys, time
 fd = os.open("/dev/net/tun", os.O_RDWR)
 fcntl.ioctl(fd, 0x400454ca, struct.pack("16sH", sys.argv[1].encode(), 0x0001 | 0x1000))
+print("ready", flush=True)  # attached: until now the device dropped what it was sent
 counts = {"short": 0, "long": 0, "dns": 0, "tcp": 0, "other": 0}
 deadline = time.time() + float(sys.argv[2])
 while time.time() < deadline:
@@ -221,11 +222,12 @@ class NativeGuard(unittest.TestCase):
         reader = subprocess.Popen(["ip", "netns", "exec", A, "python3", "-c", TUN_READER,
                                    "qs-ng-tun", "4"], stdout=subprocess.PIPE, text=True)
         try:
+            self.assertEqual(reader.stdout.readline().strip(), "ready")
             for fam, to in ((4, "198.18.249.6"), (6, "2001:db8:248::6")):
                 for kind, count in (("short", 5), ("long", 3), ("dns", 2), ("other", 2),
                                     ("tcp", 1)):
                     self.send(fam, kind, count, to=to)
-            got = json.loads(reader.communicate(timeout=30)[0])
+            got = json.loads(reader.communicate(timeout=30)[0].strip().splitlines()[-1])
         finally:
             reader.kill()
         g = self.guard()
