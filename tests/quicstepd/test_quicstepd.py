@@ -185,6 +185,7 @@ class QuicstepdLab(unittest.TestCase):
         self.assert_flow_moved(self.srv_v4, "v4")
         if ROUTED:
             self.assertEqual(st["routed"]["rule_failures"], 0)
+            self.assertTrue(h.guard_pinned(), "the guard is not pinned")
             watched_after_fetch = set() if st["routed"]["flows_watched"] == 0 else {"routed"}
         else:
             self.assertGreaterEqual(st["daemon"]["set_updates"], 1)
@@ -194,8 +195,15 @@ class QuicstepdLab(unittest.TestCase):
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         self.assertEqual(h.kernel_state(self.client_ns),
                          {"nft": False, "iptables": False, "rules": False})
+        self.assertFalse(h.guard_pinned(), "the guard outlived a clean exit")
         npk, cpk = self.read_captures(native, channel)
         nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
+        if ROUTED:
+            # The guard counted the native path (IP bytes, both ways): the capture's packets.
+            counted = st["kernel"]["native_out"]["bytes"] + st["kernel"]["native_in"]["bytes"]
+            print(f"\n[v4 routed] native bytes counted by the guard {counted}, captured {nat_b}; "
+                  f"routed {st['routed']}")
+            self.assertLessEqual(abs(counted - nat_b), 0.02 * nat_b)
         # The handshake went through the channel: the client's Initial, seen at the provider.
         initials = [p for p in cpk if p.get("dst") == self.srv_v4 and any(
             q.get("type") == "initial" for q in p.get("quic", []))]
@@ -230,6 +238,9 @@ class QuicstepdLab(unittest.TestCase):
         self.procs.stop(d, sig=9)
         client.wait(100)
         self.assert_downloaded(out_dir)
+        if ROUTED:  # the dead daemon's rules and guard stay
+            self.assertTrue(h.guard_pinned(), "the guard went with the daemon")
+            self.assertTrue(h.kernel_state(self.client_ns)["rules"])
         # New connections after the kill: no daemon, the rules stay -> all via the channel.
         self.stop_captures(cn)
         cn2, native2 = (h.start_capture(self.procs, self.censor_ns, self.censor_if,
@@ -253,6 +264,7 @@ class QuicstepdLab(unittest.TestCase):
         self.assertEqual(res.returncode, 0, res.stderr)
         self.assertEqual(h.kernel_state(self.client_ns),
                          {"nft": False, "iptables": False, "rules": False})
+        self.assertFalse(h.guard_pinned(), "--cleanup left the guard")
         d = self.start_daemon()
         self.fetch(self.srv_v4, "restart")
         # The restarted daemon moved the new connection native: the download came natively.
@@ -301,6 +313,9 @@ class QuicstepdLab(unittest.TestCase):
         self.start_daemon()
         took_first = self.fetch(self.srv_v4, "ignore-1")
         st1 = self.status()
+        if ROUTED:  # the failed flow lost its rule at once
+            self.assertEqual(h.flow_rules(self.client_ns), [], "the failed flow kept its rule")
+            self.assertGreaterEqual(st1["routed"]["rules_deleted"], 1)
         took_second = self.fetch(self.srv_v4, "ignore-2")
         st2 = self.status()
         self.stop_captures(cn, cp)
