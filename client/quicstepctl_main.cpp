@@ -66,6 +66,18 @@ void print_human(const nlohmann::json& s) {
             << s["queues"]["outbound"].value("deferred", 0)
             << " waited for the native switch), inbound "
             << s["queues"]["inbound"]["packets"] << "\n";
+  if (s.value("native_path", "queue") == "routed" && s.contains("routed")) {
+    const nlohmann::json& r = s["routed"];
+    const nlohmann::json& drops = r["guard_drops"];
+    std::cout << "routed native path: " << r["flows_with_rule"] << " flow rules ("
+              << r["rules_added"] << " added, " << r["rules_deleted"] << " deleted, "
+              << r["rule_failures"] << " failed), " << r["flows_watched"] << " watched; guard on "
+              << r["devices_guarded"] << " devices, dropped " << drops["long_header"]
+              << " long headers, " << drops["dns"] << " DNS, " << drops["tcp"] << " TCP, "
+              << drops["gso"] << " GSO batches, " << drops["raw_fragment"]
+              << " raw fragments; " << r["observed_packets"] << " channel packets seen ("
+              << r["observed_lost"] << " copies lost)\n";
+  }
 }
 
 }  // namespace

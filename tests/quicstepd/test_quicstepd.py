@@ -186,6 +186,9 @@ class QuicstepdLab(unittest.TestCase):
         if ROUTED:
             self.assertEqual(st["routed"]["rule_failures"], 0)
             self.assertTrue(h.guard_pinned(), "the guard is not pinned")
+            human = h.ctl(self.client_ns, self.sock, "status").stdout
+            self.assertIn(f"routed native path: {st['routed']['flows_with_rule']} flow rules",
+                          human)
             watched_after_fetch = set() if st["routed"]["flows_watched"] == 0 else {"routed"}
         else:
             self.assertGreaterEqual(st["daemon"]["set_updates"], 1)
