@@ -37,9 +37,19 @@ std::vector<std::vector<std::string>> routing_commands(const RoutingSpec& s) {
 std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec& s) {
   std::vector<std::vector<std::string>> cmds;
   const std::string table = std::to_string(s.routed_table);
-  for (const auto& [fam, source, exempt, native] :
-       {std::tuple{"-4", &s.source_v4, &s.exempt_v4, &s.native_v4},
-        std::tuple{"-6", &s.source_v6, &s.exempt_v6, &s.native_v6}}) {
+  struct Family {
+    const char* flag;
+    const std::string* source;
+    const std::vector<std::string>* exempt;
+    const std::vector<std::string>* native;
+  };
+  // (Named fields, not structured bindings: clang before 16 cannot capture those.)
+  for (const Family& f : {Family{"-4", &s.source_v4, &s.exempt_v4, &s.native_v4},
+                          Family{"-6", &s.source_v6, &s.exempt_v6, &s.native_v6}}) {
+    const char* fam = f.flag;
+    const std::string* source = f.source;
+    const std::vector<std::string>* exempt = f.exempt;
+    const std::vector<std::string>* native = f.native;
     if (!source->empty()) {
       cmds.push_back({"ip", fam, "route", "replace", "default", "dev", s.channel_interface,
                       "src", *source, "table", table});
