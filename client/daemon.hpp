@@ -4,7 +4,10 @@
 // the outbound queue (short headers the kernel could not decide: classifier -> native mark
 // or unchanged = channel), the inbound watch queue (answers on the native path confirm a
 // migration), the classifier's expiry timer, SIGTERM/SIGINT (clean exit), SIGHUP (reload),
-// the control socket (status JSON) and the Prometheus endpoint.
+// the control socket (status JSON) and the Prometheus endpoint. With native_path = "routed"
+// (RoutedPath, routed_path.hpp) it opens no queue: the guard first, then the routing rules,
+// the nflog listener and the netdev table; it serves the channel's copies instead and writes
+// per-flow ip rules.
 #pragma once
 
 #include <memory>
