@@ -402,6 +402,14 @@ void Classifier::on_expiry(Timestamp now) {
   }
 }
 
+bool Classifier::forget(const FlowKey& flow, Timestamp now) {
+  const Handle h = flows_.find(flow);
+  if (h == FlowTable::npos) return false;
+  drop_flow(h, now);
+  ++counters_.flows_closed;
+  return true;
+}
+
 bool Classifier::needs_inbound_watch(const FlowKey& flow) const {
   const Handle h = flows_.find(flow);
   return h != FlowTable::npos && flows_.entry(h).state == FlowState::native_pending;

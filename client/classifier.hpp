@@ -131,6 +131,7 @@ struct Counters {
   std::uint64_t flows_created = 0;
   std::uint64_t flows_evicted = 0;  // by capacity
   std::uint64_t flows_expired = 0;  // idle
+  std::uint64_t flows_closed = 0;   // forgotten because their socket closed (forget())
   std::uint64_t moved_native = 0;
   std::uint64_t confirmed = 0;
   std::uint64_t failed_back = 0;          // watchdog failures (flows back on the channel)
@@ -182,6 +183,12 @@ class Classifier {
   // on_expiry() at a deadline.
   void native_report(const FlowKey& flow, std::uint64_t sent, Timestamp answered_at,
                      Timestamp now);
+
+  // The socket that carried `flow` is gone (the routed path learns it from the kernel): the
+  // flow is forgotten now (a `forgotten` event if announced), so that a new connection on
+  // the same ports starts afresh, handshake and native switch included. Returns whether the
+  // flow was tracked.
+  bool forget(const FlowKey& flow, Timestamp now);
 
   // Whether the frontend should pass this flow's inbound native packets (native_pending).
   // Flow keys here and in FlowEvent are in outbound orientation: client = this host

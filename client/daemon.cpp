@@ -141,6 +141,8 @@ struct Daemon::Impl {
   // packets instead of the queues, per-flow rules and the guard instead of the flow sets.
   NflogObserver observer;
   std::unique_ptr<asio::posix::stream_descriptor> log_fd;
+  // Closed UDP sockets (the routed path's socket watch): their flows end with them.
+  std::unique_ptr<asio::posix::stream_descriptor> sockets_fd;
   std::unique_ptr<RoutedPath> routed;
   asio::steady_timer routed_timer{io};
 
@@ -149,6 +151,7 @@ struct Daemon::Impl {
   std::string start();
   std::string start_routed();
   void arm_observer();
+  void arm_socket_watch();
   void observe(const ObservedPacket& p);
   void after_routed_burst();
   void arm_routed_timer();
@@ -193,6 +196,7 @@ std::string Daemon::Impl::start() {
   if (auto why = control->start(); !why.empty()) return why;
   if (routed) {
     arm_observer();
+    arm_socket_watch();
   } else {
     arm_queue(queue_out, *out_fd, true);
     arm_queue(queue_in, *in_fd, false);
@@ -239,6 +243,8 @@ std::string Daemon::Impl::start_routed() {
   if (auto why = observer.open(spec.log_group); !why.empty()) return why;
   if (auto why = rules.install(spec); !why.empty()) return "rules: " + why;
   log_fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(observer.fd()));
+  sockets_fd = std::make_unique<asio::posix::stream_descriptor>(io,
+                                                                ::dup(routed->socket_watch_fd()));
   spdlog::info("routed native path: native source {} / {}, flow rules at priority {}",
                routing_spec.source_v4.empty() ? "-" : routing_spec.source_v4,
                routing_spec.source_v6.empty() ? "-" : routing_spec.source_v6,
@@ -254,6 +260,19 @@ void Daemon::Impl::arm_observer() {
                        after_routed_burst();
                        arm_observer();
                      });
+}
+
+void Daemon::Impl::arm_socket_watch() {
+  sockets_fd->async_wait(asio::posix::stream_descriptor::wait_read,
+                         [this](const boost::system::error_code& ec) {
+                           if (ec) return;
+                           const common::Timestamp now = steady_now();
+                           for (const auto& flow : routed->drain_closed_sockets()) {
+                             classifier->forget(flow, now);
+                           }
+                           after_routed_burst();
+                           arm_socket_watch();
+                         });
 }
 
 void Daemon::Impl::observe(const ObservedPacket& p) {
@@ -623,6 +642,7 @@ nlohmann::json Daemon::Impl::status() {
                    {"rule_failures", r.rule_failures},
                    {"watch_failures", r.watch_failures},
                    {"orphans_kept", r.orphans_kept},
+                   {"sockets_closed", r.sockets_closed},
                    {"devices_guarded", r.devices_guarded},
                    {"guard_failures", r.guard_failures},
                    {"observed_packets", observer.stats().packets},

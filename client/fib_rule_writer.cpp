@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "client/netlink_socket.hpp"
+
 namespace quicstep::client {
 
 FibRule flow_rule(const common::FlowKey& flow, std::uint32_t priority, std::uint32_t table) {
@@ -32,14 +34,9 @@ FibRuleWriter::~FibRuleWriter() {
 
 std::string FibRuleWriter::open() {
   if (socket_ != nullptr) return {};
-  socket_ = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-  if (socket_ == nullptr) return std::string("rtnetlink socket: ") + std::strerror(errno);
-  if (mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID) < 0) {
-    std::string why = std::string("rtnetlink bind: ") + std::strerror(errno);
-    mnl_socket_close(socket_);
-    socket_ = nullptr;
-    return why;
-  }
+  std::string why;
+  socket_ = open_netlink(NETLINK_ROUTE, "rtnetlink", &why);
+  if (socket_ == nullptr) return why;
   port_id_ = mnl_socket_get_portid(socket_);
   return {};
 }

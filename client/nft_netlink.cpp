@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "client/netlink_socket.hpp"
+
 namespace quicstep::client {
 
 void NftnlRuleDeleter::operator()(nftnl_rule* rule) const { nftnl_rule_free(rule); }
@@ -19,14 +21,9 @@ NftNetlink::~NftNetlink() {
 
 std::string NftNetlink::open() {
   if (socket_ != nullptr) return {};
-  socket_ = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-  if (socket_ == nullptr) return std::string("netlink socket: ") + std::strerror(errno);
-  if (mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID) < 0) {
-    std::string why = std::string("netlink bind: ") + std::strerror(errno);
-    mnl_socket_close(socket_);
-    socket_ = nullptr;
-    return why;
-  }
+  std::string why;
+  socket_ = open_netlink(NETLINK_NETFILTER, "netlink", &why);
+  if (socket_ == nullptr) return why;
   port_id_ = mnl_socket_get_portid(socket_);
   return {};
 }

@@ -4,10 +4,11 @@
 #include <net/if.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <unordered_set>
 
-#include "client/process.hpp"
 
 namespace quicstep::client {
 namespace {
@@ -48,11 +49,37 @@ ng_flow_key guard_key(const common::FlowKey& flow) {
   return k;
 }
 
-bool udp_port_in_use(std::uint16_t port) {
-  auto r = run_process({"ss", "-Hnua", "sport", "=", ":" + std::to_string(port)});
-  // On failure (no `ss`) assume in use: a stale rule costs a lookup, a deleted live one a
-  // migration back to the channel.
-  return !r.ok() || r.output.find_first_not_of(" \n") != std::string::npos;
+bool RoutedPath::has_socket(const common::FlowKey& flow) {
+  const auto sockets = sockets_.sockets_on_port(flow.client_port);
+  // Not known: assume it has. A stale rule costs a lookup; a deleted live one sends the
+  // flow back through the channel, where the classifier moves it again.
+  if (!sockets) return true;
+  return std::any_of(sockets->begin(), sockets->end(),
+                     [&](const UdpSocketId& s) { return socket_may_carry(s, flow); });
+}
+
+std::vector<common::FlowKey> RoutedPath::drain_closed_sockets() {
+  std::unordered_set<common::FlowKey, common::FlowKeyHash> suspects;
+  const bool complete = sockets_.drain([&](const UdpSocketId& s) {
+    for (const auto& [key, f] : flows_) {
+      if (socket_may_carry(s, key)) suspects.insert(key);
+    }
+  });
+  if (!complete) {  // announcements lost: every flow is a suspect
+    for (const auto& [key, f] : flows_) suspects.insert(key);
+  }
+  std::vector<common::FlowKey> closed;
+  for (const auto& key : suspects) {
+    auto it = flows_.find(key);
+    if (it == flows_.end() || has_socket(key)) continue;  // gone already, or another socket
+    ++stats_.sockets_closed;
+    if (it->second.orphan) {
+      drop(key, it->second);  // the classifier forgot it already
+    } else {
+      closed.push_back(key);
+    }
+  }
+  return closed;
 }
 
 std::string RoutedPath::start(const RoutedPathOptions& options) {
@@ -61,6 +88,7 @@ std::string RoutedPath::start(const RoutedPathOptions& options) {
   guard_ = NativeGuard::load(options_.guard, &why);
   if (!guard_) return "native guard: " + why;
   if (auto w = writer_.open(); !w.empty()) return w;
+  if (auto w = sockets_.open(); !w.empty()) return w;
   for (const auto& dev : native_devices(options_.channel_interface)) {
     if (auto w = guard_->attach(dev); !w.empty()) return "native guard on " + dev + ": " + w;
     guarded_.insert(dev);
@@ -151,7 +179,7 @@ void RoutedPath::on_event(const FlowEvent& e, common::Timestamp now) {
       drop(e.flow, f);
       break;
     case FlowEvent::Kind::forgotten:
-      if (f.rule && udp_port_in_use(e.flow.client_port)) {
+      if (f.rule && has_socket(e.flow)) {
         unwatch(e.flow, f);
         f.orphan = true;
         f.due = now + options_.orphan_check;
@@ -169,7 +197,7 @@ void RoutedPath::tick(Classifier& classifier, common::Timestamp now) {
   for (auto& [key, f] : flows_) {
     if (!f.rule && f.due <= now) add_rule(key, f);
     if (f.orphan && f.due <= now) {
-      if (udp_port_in_use(key.client_port)) {
+      if (has_socket(key)) {
         f.due = now + options_.orphan_check;
       } else {
         gone.push_back(key);

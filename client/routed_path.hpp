@@ -9,9 +9,11 @@
 //
 // Rules outlive the daemon (a killed daemon leaves its native flows native and everything
 // else on the channel, as the queue path's native set does); the next start removes them
-// (the flows pass the channel once more and move again). A flow the classifier forgets
-// (idle: it sees none of a native flow's packets) keeps its rule while a UDP socket holds its
-// local port, checked again every idle timeout; a flow that fails back loses it at once.
+// (the flows pass the channel once more and move again). A flow loses its rule when the
+// socket that could carry it closes (udp_socket_watch.hpp: the kernel announces it), when it
+// fails back, or when the classifier forgets it (idle: the classifier sees none of a native
+// flow's packets) and no UDP socket could carry it any more; a forgotten flow whose socket
+// lives keeps its rule until that socket closes (checked again every idle timeout as well).
 #pragma once
 
 #include <chrono>
@@ -25,6 +27,7 @@
 #include "client/classifier.hpp"
 #include "client/fib_rule_writer.hpp"
 #include "client/native_guard.hpp"
+#include "client/udp_socket_watch.hpp"
 #include "common/flow_key.hpp"
 
 namespace quicstep::client {
@@ -45,6 +48,7 @@ struct RoutedPathStats {
   std::uint64_t rules_deleted = 0;
   std::uint64_t watch_failures = 0;  // the guard's watch map refused a flow
   std::uint64_t orphans_kept = 0;    // forgotten flows whose socket was still there
+  std::uint64_t sockets_closed = 0;  // flows ended because their socket closed
   std::uint64_t devices_guarded = 0;
   std::uint64_t guard_failures = 0;  // a device the guard could not attach to
 };
@@ -55,7 +59,8 @@ class RoutedPath {
   RoutedPath(const RoutedPath&) = delete;
   RoutedPath& operator=(const RoutedPath&) = delete;
 
-  // Loads the guard, attaches it to every native device, opens the rule socket. "" or why.
+  // Loads the guard, attaches it to every native device, opens the rule socket and the
+  // socket watch. "" or why.
   std::string start(const RoutedPathOptions& options);
   // Attaches the guard to devices that appeared since (called every few seconds).
   void guard_new_devices();
@@ -70,6 +75,13 @@ class RoutedPath {
   void tick(Classifier& classifier, common::Timestamp now);
   // When tick() has work next (Timestamp max: none).
   common::Timestamp next_tick() const;
+
+  // The socket watch's descriptor: readable when UDP sockets of this namespace closed.
+  int socket_watch_fd() const { return sockets_.fd(); }
+  // Reads the closed sockets. The flows the classifier tracks that no socket can carry any
+  // more are returned, for Classifier::forget() (whose `forgotten` event, on_event(), then
+  // deletes the rule); flows it forgot already lose their rule here.
+  std::vector<common::FlowKey> drain_closed_sockets();
 
   GuardCounters guard_counters() const;
   const RoutedPathStats& stats() const { return stats_; }
@@ -92,9 +104,12 @@ class RoutedPath {
   void add_rule(const common::FlowKey& key, Flow& f);
   void drop(const common::FlowKey& key, Flow& f);
   void unwatch(const common::FlowKey& key, Flow& f);
+  // Whether a UDP socket of this namespace could carry `flow` (true if that is not known).
+  bool has_socket(const common::FlowKey& flow);
 
   RoutedPathOptions options_;
   FibRuleWriter writer_;
+  UdpSocketWatch sockets_;
   std::unique_ptr<NativeGuard> guard_;
   std::set<std::string> guarded_;
   std::unordered_map<common::FlowKey, Flow, common::FlowKeyHash> flows_;
@@ -104,7 +119,5 @@ class RoutedPath {
 
 // The guard's key of a flow (outbound orientation: client = local).
 ng_flow_key guard_key(const common::FlowKey& flow);
-// Whether a UDP socket of this namespace holds `port` locally (`ss`).
-bool udp_port_in_use(std::uint16_t port);
 
 }  // namespace quicstep::client

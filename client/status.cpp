@@ -64,7 +64,8 @@ nlohmann::json status_json(const StatusSnapshot& s) {
   j["flows"] = {{"tracked", s.classifier->flow_count()},
                 {"created", c.flows_created},
                 {"evicted", c.flows_evicted},
-                {"expired", c.flows_expired}};
+                {"expired", c.flows_expired},
+                {"closed", c.flows_closed}};
   j["watchdog"] = {{"moved_native", c.moved_native},
                    {"confirmed", c.confirmed},
                    {"failed_back", c.failed_back},

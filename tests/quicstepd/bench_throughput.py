@@ -265,6 +265,7 @@ class Bench:
 
     def teardown(self):
         self.procs.stop_all()
+        h.unmount_lab_bpffs()
         lab_helpers.qslab("down", check=False, timeout=120)
         subprocess.run(["rm", "-rf", self.work])
 

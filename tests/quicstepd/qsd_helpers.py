@@ -243,6 +243,18 @@ def mount_lab_bpffs():
     return GUARD_PIN_DIR
 
 
+def unmount_lab_bpffs():
+    """Unmounts the lab's bpffs (at the end of a run; --cleanup has removed the pins)."""
+    with open("/proc/self/mounts") as f:
+        mounted = any(line.split(" ")[1:3] == [LAB_BPFFS, "bpf"] for line in f if line.strip())
+    if mounted:
+        subprocess.run(["umount", LAB_BPFFS], check=False)
+    try:
+        os.rmdir(LAB_BPFFS)
+    except OSError:
+        pass
+
+
 def guard_pinned():
     """Whether the routed native path's guard is pinned (its maps and links)."""
     return os.path.isdir(GUARD_PIN_DIR) and bool(os.listdir(GUARD_PIN_DIR))

@@ -575,5 +575,30 @@ TEST(ClassifierNativeReport, ReportsKeepAFlowAliveAndIgnoreUnknownFlows) {
   EXPECT_EQ(h.c.find_flow(key4(6204)), nullptr);  // no report since: forgotten
 }
 
+TEST(ClassifierForget, AClosedSocketsFlowStartsAfreshOnItsPorts) {
+  Harness h;
+  h.handshake(6205, 0ms, 10ms);
+  EXPECT_EQ(h.out(6205, short_header(), 20ms).path, Path::native);
+  h.c.native_report(key4(6205), 0, at(25ms), at(30ms));
+  EXPECT_EQ(h.c.find_flow(key4(6205))->state, FlowState::native_confirmed);
+  (void)drain(h.c);
+  EXPECT_TRUE(h.c.forget(key4(6205), at(40ms)));
+  EXPECT_EQ(h.c.find_flow(key4(6205)), nullptr);
+  const auto ev = drain(h.c);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kind, FlowEvent::Kind::forgotten);
+  EXPECT_EQ(h.c.counters().flows_closed, 1u);
+  EXPECT_FALSE(h.c.forget(key4(6205), at(41ms)));  // unknown: nothing
+  EXPECT_EQ(h.c.counters().flows_closed, 1u);
+  // A new connection on the same ports: a handshake again, then the native switch's wait
+  // (a flow that stayed native_confirmed would have sent its first short header at once).
+  h.handshake(6205, 100ms, 10ms);
+  EXPECT_EQ(h.out(6205, handshake_v1(), 115ms).path, Path::channel);
+  const Decision d = h.out(6205, short_header(), 116ms);
+  EXPECT_EQ(d.path, Path::native);
+  EXPECT_EQ(d.not_before, at(120ms));
+  EXPECT_EQ(h.c.find_flow(key4(6205))->state, FlowState::native_pending);
+}
+
 }  // namespace
 }  // namespace quicstep::client
