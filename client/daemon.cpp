@@ -18,6 +18,7 @@
 #include "client/classifier.hpp"
 #include "client/control_server.hpp"
 #include "client/kernel_rules.hpp"
+#include "client/link_watch.hpp"
 #include "client/nflog_observer.hpp"
 #include "client/nfqueue_frontend.hpp"
 #include "client/nft_rules.hpp"
@@ -143,6 +144,9 @@ struct Daemon::Impl {
   std::unique_ptr<asio::posix::stream_descriptor> log_fd;
   // Closed UDP sockets (the routed path's socket watch): their flows end with them.
   std::unique_ptr<asio::posix::stream_descriptor> sockets_fd;
+  // Devices appearing or changing (LinkWatch): the channel re-created, a device to guard.
+  LinkWatch links;
+  std::unique_ptr<asio::posix::stream_descriptor> links_fd;
   std::unique_ptr<RoutedPath> routed;
   asio::steady_timer routed_timer{io};
 
@@ -165,6 +169,8 @@ struct Daemon::Impl {
   void unwatch_port(const common::FlowKey& flow);
   void arm_expiry();
   void watch_channel();
+  void arm_link_watch();
+  void check_devices();
   void channel_changed(unsigned index);
   void keep_kernel_counters();
   void reload();
@@ -482,15 +488,34 @@ void Daemon::Impl::keep_kernel_counters() {
 // with the native source address and the provider would drop them (traffic stops; nothing
 // leaks: the ip rules still send them only to the channel). Checked every 2 s: a new
 // device gets the ruleset again, with its endpoints and tunnel addresses read anew.
+// The devices: when the kernel announces a change (LinkWatch), and every 2 s in case an
+// announcement was missed.
 void Daemon::Impl::watch_channel() {
+  if (!links_fd && links.open().empty()) {
+    links_fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(links.fd()));
+    arm_link_watch();
+  }
   channel_watch.expires_after(std::chrono::seconds(2));
   channel_watch.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
-    const unsigned index = if_nametoindex(config.daemon.channel_interface.c_str());
-    if (index != channel_ifindex) channel_changed(index);
-    if (routed) routed->guard_new_devices();
+    check_devices();
     watch_channel();
   });
+}
+
+void Daemon::Impl::arm_link_watch() {
+  links_fd->async_wait(asio::posix::stream_descriptor::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (ec) return;
+                         if (links.drain()) check_devices();
+                         arm_link_watch();
+                       });
+}
+
+void Daemon::Impl::check_devices() {
+  const unsigned index = if_nametoindex(config.daemon.channel_interface.c_str());
+  if (index != channel_ifindex) channel_changed(index);
+  if (routed) routed->guard_new_devices();
 }
 
 void Daemon::Impl::channel_changed(unsigned index) {

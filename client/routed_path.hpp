@@ -62,7 +62,8 @@ class RoutedPath {
   // Loads the guard, attaches it to every native device, opens the rule socket and the
   // socket watch. "" or why.
   std::string start(const RoutedPathOptions& options);
-  // Attaches the guard to devices that appeared since (called every few seconds).
+  // Attaches the guard to devices that appeared since (called when the kernel announces a
+  // device, and every 2 s).
   void guard_new_devices();
 
   // The classifier decided a packet of `flow` (seen on the channel) native: its rule goes in

@@ -1,0 +1,60 @@
+#include "client/link_watch.hpp"
+
+#include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "client/netlink_socket.hpp"
+
+namespace quicstep::client {
+
+LinkWatch::~LinkWatch() {
+  if (socket_ != nullptr) mnl_socket_close(socket_);
+}
+
+std::string LinkWatch::open() {
+  if (socket_ != nullptr) return {};
+  std::string why;
+  socket_ = open_netlink(NETLINK_ROUTE, "rtnetlink (links)", &why);
+  if (socket_ == nullptr) return why;
+  int group = RTNLGRP_LINK;
+  if (mnl_socket_setsockopt(socket_, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) < 0) {
+    return std::string("rtnetlink: subscribe to link changes: ") + std::strerror(errno);
+  }
+  const int flags = fcntl(fd(), F_GETFL);
+  if (flags < 0 || fcntl(fd(), F_SETFL, flags | O_NONBLOCK) < 0) {
+    return std::string("rtnetlink: O_NONBLOCK: ") + std::strerror(errno);
+  }
+  return {};
+}
+
+int LinkWatch::fd() const { return socket_ == nullptr ? -1 : mnl_socket_get_fd(socket_); }
+
+bool LinkWatch::drain() {
+  if (socket_ == nullptr) return false;
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  bool changed = false;
+  for (;;) {
+    const ssize_t n = ::recv(fd(), buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ENOBUFS) {
+        changed = true;
+        continue;
+      }
+      return changed;  // EAGAIN: drained
+    }
+    int left = static_cast<int>(n);
+    for (const auto* h = reinterpret_cast<const nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, left);
+         h = mnl_nlmsg_next(h, &left)) {
+      if (h->nlmsg_type == RTM_NEWLINK) changed = true;
+    }
+  }
+}
+
+}  // namespace quicstep::client
