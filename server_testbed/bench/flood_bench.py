@@ -470,7 +470,8 @@ def capacity_report(rows, args):
     lines = ["# Retry capacity per core (flood_bench.py --capacity)", "",
              f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}. Defender throttled to "
-             f"{args.quota} of a core (cgroup CPU quota, period 10 ms) and pinned to CPU 0: "
+             f"{args.quota} of a core (cgroup CPU quota, period "
+             f"{env.quota_period_us(args.quota) / 1000:g} ms) and pinned to CPU 0: "
              "`retry` = quicstep-server's process (one worker doing host Retry), `gate` = "
              "quicstep-gate (the worker beside it on CPU 0, unthrottled, sees no flood), "
              "`gate-raw` = quicstep-gate --tx raw (Retries framed by the gate, sent on an "

@@ -145,6 +145,12 @@ def wait_file(path, proc, seconds=5):
     return False
 
 
+def quota_period_us(share, period_us=10000):
+    """The CFS period for `share` of a core: `period_us`, longer where the quota would fall
+    below the kernel's 1 ms minimum (share 0.05: 20 ms), so the share is what is asked."""
+    return max(period_us, int(1000 / share + 0.5)) if share > 0 else period_us
+
+
 class CpuQuota:
     """A CPU-bandwidth cgroup that throttles one process to `share` of a core (capacity mode).
 
@@ -153,8 +159,8 @@ class CpuQuota:
     controllers). Created under the name given (qs-fld-*), removed by remove()."""
 
     def __init__(self, name, share, period_us=10000):
-        self.quota_us = max(1000, int(share * period_us))
-        self.period_us = period_us
+        self.period_us = quota_period_us(share, period_us)
+        self.quota_us = max(1000, int(share * self.period_us))
         v2 = "/sys/fs/cgroup"
         self.version = None
         try:

@@ -104,6 +104,11 @@ class FloodCapacity(unittest.TestCase):
     cgroup is gone afterwards. No ratio is checked here (a sanitizer build, a shared CI
     machine): README "Retry gate" -> capacity gives the measured one."""
 
+    # The defender's share of a core: small enough that the flooder outpaces it. At 0.1 the
+    # ASan gate kept up with an ASan flooder on a loaded run (2026-12-01 10:42 UTC: 14 720
+    # Retries/s answered of 15 821 offered, no socket drops); at 0.05 it has half that.
+    QUOTA = 0.05
+
     def test_capacity_round(self):
         build = os.environ.get("QS_BUILD")
         if not build:
@@ -111,7 +116,7 @@ class FloodCapacity(unittest.TestCase):
         out = tempfile.mkdtemp(prefix="qs-fld-cap-")
         try:
             run = subprocess.run([sys.executable, BENCH, "--build", build, "--capacity",
-                                  "--quota", "0.1", "--capacity-rounds", "1",
+                                  "--quota", str(self.QUOTA), "--capacity-rounds", "1",
                                   "--capacity-modes", "gate-packet", "--seconds", "1",
                                   "--out", out], stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, timeout=90)
@@ -127,7 +132,7 @@ class FloodCapacity(unittest.TestCase):
                     self.assertLess(abs(nft - own), 0.35 * max(nft, own), r)
                     self.assertGreater(float(r["rcvbuf_errors_per_s"]), 0, r)  # saturated
                     self.assertGreater(float(r["throttled_share"]), 0.5, r)
-                    self.assertLess(float(r["cpu_defender"]), 0.1 * 1.5, r)
+                    self.assertLess(float(r["cpu_defender"]), self.QUOTA * 1.5, r)
             self.assertTrue(os.path.getsize(os.path.join(out, "capacity_report.md")) > 0)
             for base in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup"):
                 self.assertFalse(os.path.exists(os.path.join(base, "qs-fld-capacity")))
