@@ -9,7 +9,6 @@
 #include <limits>
 #include <unordered_set>
 
-
 namespace quicstep::client {
 namespace {
 
