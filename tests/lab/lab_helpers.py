@@ -3,7 +3,6 @@ Everything about the lab is found from `qslab status --json`, never hard-coded."
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 
@@ -47,13 +46,6 @@ def ping_rtts(lab, host, dst, count=10, interval=0.2, source=None):
         cmd += ["-I", source]
     out = in_host(lab, host, *cmd, dst, timeout=count * interval + 30).stdout
     return [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
-
-
-def median_rtt(lab, host, dst, **kw):
-    rtts = ping_rtts(lab, host, dst, **kw)
-    if not rtts:
-        raise AssertionError(f"no ping replies from {dst} to {host}")
-    return statistics.median(rtts)
 
 
 def live_lab_processes():

@@ -8,7 +8,7 @@ import subprocess
 import time
 import unittest
 
-from lab_helpers import (in_host, live_lab_processes, median_rtt, ping_rtts, qslab,
+from lab_helpers import (in_host, live_lab_processes, ping_rtts, qslab,
                          require_root, status)
 
 PROFILE = os.environ.get("QSLAB_TEST_PROFILE", "london-ohio")
@@ -161,25 +161,45 @@ class LabTest(unittest.TestCase):
 
     # --- profile: RTT and rate -------------------------------------------------------
 
-    def _check_rtt(self, what, measured, expected):
+    def _check_rtt(self, what, measure, expected):
+        """measure() pings and returns the RTTs. The median must lie within tolerance of
+        the profile. A second measurement is taken when the first misses: a CPU burst on
+        this 2-core machine can hold wireguard-go's goroutines for the ~2 s of one
+        measurement (seen once in CI: channel v6 median 89.95 ms against 78, while every
+        other pair matched); a wrong delay misses both times."""
         tol = max(expected * TOLERANCE, RTT_FLOOR_MS)
-        print(f"\n  RTT {what}: {measured:.2f} ms (profile {expected:.1f} ms)", end=" ")
+        tries = []
+        for _ in range(2):
+            rtts = measure()
+            if not rtts:
+                raise AssertionError(f"RTT {what}: no ping replies")
+            tries.append(rtts)
+            measured = statistics.median(rtts)
+            if abs(measured - expected) <= tol:
+                break
+            time.sleep(1)
+        print(f"\n  RTT {what}: {measured:.2f} ms (profile {expected:.1f} ms)"
+              + (f", after a first median of {statistics.median(tries[0]):.2f} ms"
+                 if len(tries) > 1 else ""), end=" ")
         self.assertLessEqual(abs(measured - expected), tol,
-                             f"RTT {what}: {measured:.2f} ms, profile {expected} ms")
+                             f"RTT {what}: medians {[statistics.median(t) for t in tries]} ms, "
+                             f"profile {expected} ms; samples {tries}")
 
     def test_rtt_matches_profile(self):
         lab = self.lab
         rtt = lab["profile"]["rtt_ms"]
         srv = lab["servers"][0]
         for fam in ("v4", "v6"):
-            self._check_rtt(f"client-server {fam}", median_rtt(lab, "client", srv[fam]),
-                            rtt["client_server"])
-            self._check_rtt(f"client-provider {fam}", median_rtt(lab, "client", lab["provider"][fam]),
+            self._check_rtt(f"client-server {fam}",
+                            lambda: ping_rtts(lab, "client", srv[fam]), rtt["client_server"])
+            self._check_rtt(f"client-provider {fam}",
+                            lambda: ping_rtts(lab, "client", lab["provider"][fam]),
                             rtt["client_provider"])
-            self._check_rtt(f"provider-server {fam}", median_rtt(lab, "provider", srv[fam]),
-                            rtt["provider_server"])
+            self._check_rtt(f"provider-server {fam}",
+                            lambda: ping_rtts(lab, "provider", srv[fam]), rtt["provider_server"])
             self._check_rtt(f"client-server via channel {fam}",
-                            median_rtt(lab, "client", srv[fam], source=lab["client"]["channel"][fam]),
+                            lambda: ping_rtts(lab, "client", srv[fam],
+                                              source=lab["client"]["channel"][fam]),
                             rtt["client_provider"] + rtt["provider_server"])
 
     def _iperf(self, reverse):
