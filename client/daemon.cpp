@@ -149,11 +149,15 @@ struct Daemon::Impl {
   std::unique_ptr<asio::posix::stream_descriptor> links_fd;
   std::unique_ptr<RoutedPath> routed;
   asio::steady_timer routed_timer{io};
+  // Why native_path = "auto" took the queue path although the config allowed the routed
+  // one (it could not start); empty otherwise.
+  std::string routed_unavailable;
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
 
   std::string start();
   std::string start_routed();
+  void undo_routed();
   void arm_observer();
   void arm_socket_watch();
   void observe(const ObservedPacket& p);
@@ -187,8 +191,17 @@ std::string Daemon::Impl::start() {
   if (auto why = channel.attach(config.daemon, &spec); !why.empty()) return why;
   channel_ifindex = if_nametoindex(config.daemon.channel_interface.c_str());
   if (config.daemon.native_path_routed) {
-    if (auto why = start_routed(); !why.empty()) return why;
-  } else {
+    if (auto why = start_routed(); !why.empty()) {
+      if (config.daemon.native_path != NativePathChoice::automatic) return why;
+      // "auto": the queue path carries the same policy (invariant 1 holds on both).
+      undo_routed();
+      spdlog::warn("routed native path unavailable ({}); taking the queue path", why);
+      routed_unavailable = why;
+      config.daemon.native_path_routed = false;
+      spec.routed = routing_spec.routed = false;
+    }
+  }
+  if (!routed) {
     // Routing first (the table exists before any packet is marked), then the queues (so
     // that marked packets find a listener), then the table, then the queue rules.
     if (auto why = routing.install(routing_spec); !why.empty()) return "ip rule: " + why;
@@ -256,6 +269,18 @@ std::string Daemon::Impl::start_routed() {
                routing_spec.source_v6.empty() ? "-" : routing_spec.source_v6,
                routing_spec.flow_priority());
   return {};
+}
+
+// Removes what a failed start_routed() installed: the netdev table, the routing rules, the
+// guard and its pins, the log group's listener.
+void Daemon::Impl::undo_routed() {
+  rules.remove();
+  routing.remove();
+  RoutedPath::remove_guard(config.daemon.guard_pin_dir);
+  routed.reset();
+  observer.close();
+  log_fd.reset();
+  sockets_fd.reset();
 }
 
 void Daemon::Impl::arm_observer() {
@@ -566,6 +591,11 @@ void Daemon::Impl::reload() {
     for (const auto& e : load.errors) spdlog::error("reload refused: {}", e.to_string());
     return;
   }
+  // "auto" that fell back at start stays on the queue path (a restart tries routed again).
+  if (!routed_unavailable.empty() &&
+      load.config.daemon.native_path == NativePathChoice::automatic) {
+    load.config.daemon.native_path_routed = false;
+  }
   RulesetSpec new_spec;
   RoutingSpec new_routing;
   if (auto why = derive_specs(load.config, &new_spec, &new_routing); !why.empty()) {
@@ -657,6 +687,7 @@ nlohmann::json Daemon::Impl::status() {
   s.channel_recreated = channel_recreated;
   nlohmann::json j = status_json(s);
   j["native_path"] = routed ? "routed" : "queue";
+  if (!routed_unavailable.empty()) j["routed_unavailable"] = routed_unavailable;
   if (routed) {
     const RoutedPathStats& r = routed->stats();
     const GuardCounters g = routed->guard_counters();

@@ -134,6 +134,11 @@ std::unique_ptr<NativeGuard> NativeGuard::load(const GuardOptions& options, std:
   }
   if (int err = native_guard__load(skel); err != 0) {
     *why = "load the guard's BPF programs: " + errno_text(err);
+    // Measured (kernel 6.18): CAP_BPF without CAP_PERFMON fails with EFAULT, without
+    // CAP_BPF with EPERM (lab test_15).
+    if (err == -EPERM || err == -EFAULT || err == EPERM || err == EFAULT) {
+      *why += " (needs CAP_BPF and CAP_PERFMON)";
+    }
     native_guard__destroy(skel);
     return nullptr;
   }

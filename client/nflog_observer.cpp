@@ -21,8 +21,11 @@ constexpr std::size_t kRxSize = 256 * 1024;  // a burst of whole packets and the
 
 }  // namespace
 
-NflogObserver::~NflogObserver() {
+NflogObserver::~NflogObserver() { close(); }
+
+void NflogObserver::close() {
   if (nl_ != nullptr) mnl_socket_close(nl_);
+  nl_ = nullptr;
 }
 
 int NflogObserver::fd() const { return nl_ ? mnl_socket_get_fd(nl_) : -1; }

@@ -49,6 +49,8 @@ class NflogObserver {
   std::string open(std::uint16_t group, int rcvbuf = 4 << 20);
   int fd() const;
   bool is_open() const { return nl_ != nullptr; }
+  // Unbinds the group (the daemon's fallback from the routed path); open() may follow.
+  void close();
 
   // Reads what is waiting (at most max_datagrams netlink datagrams), calls `observe` per
   // packet. Never throws; errors are counted.

@@ -333,10 +333,10 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   l.word(t, "native_gso", {"kernel", "daemon"}, &gso);
   d->native_gso_in_kernel = gso == 0;
   l.prefixes(t, "native_prefixes", &d->native_prefixes_v4, &d->native_prefixes_v6);
-  std::size_t path = d->native_path_routed ? 1 : 0;
-  l.word(t, "native_path", {"queue", "routed"}, &path);
-  d->native_path_routed = path == 1;
-  if (d->native_path_routed && d->addressing != Addressing::stateless) {
+  std::size_t path = static_cast<std::size_t>(d->native_path);
+  l.word(t, "native_path", {"auto", "queue", "routed"}, &path);
+  d->native_path = static_cast<NativePathChoice>(path);
+  if (d->native_path == NativePathChoice::routed && d->addressing != Addressing::stateless) {
     l.error(t->get("native_path")->source(),
             "native_path = \"routed\" needs addressing = \"stateless\"");
   }
@@ -352,6 +352,22 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
                              render(*n));
   }
   l.string(t, "destinations_file", &d->destinations_file);
+}
+
+// "auto" takes the routed path where it may carry everything the policy sends: stateless
+// addressing (the routed path rewrites no address), and other UDP and other protocols
+// native (it sends only DNS, TCP and QUIC to the channel).
+void resolve_native_path(Config* c) {
+  DaemonSettings& d = c->daemon;
+  switch (d.native_path) {
+    case NativePathChoice::queue: d.native_path_routed = false; break;
+    case NativePathChoice::routed: d.native_path_routed = true; break;
+    case NativePathChoice::automatic:
+      d.native_path_routed = d.addressing == Addressing::stateless &&
+                             c->policy.other_udp == Route::native &&
+                             c->policy.other_protocols == Route::native;
+      break;
+  }
 }
 
 }  // namespace
@@ -379,6 +395,7 @@ ConfigLoad parse_config(std::string_view text, std::string_view file) {
                           "destination_cache", "flow_table", "daemon"});
   load_policy(l, root, &out.config.policy);
   load_daemon(l, root, &out.config.daemon);
+  resolve_native_path(&out.config);
   return out;
 }
 

@@ -21,6 +21,8 @@
 namespace quicstep::client {
 
 // How packets sent to the channel are addressed (DESIGN.md invariant 2).
+enum class NativePathChoice : std::uint8_t { automatic, queue, routed };
+
 enum class Addressing : std::uint8_t {
   nat,         // rewritten to the tunnel address: works with an ordinary provider
   permissive,  // keep the native source address: the paper's mode, needs a provider that
@@ -66,12 +68,17 @@ struct DaemonSettings {
   // to them goes natively, handshakes (TCP, QUIC) included, except DNS (port 53), which
   // stays on the channel. Only what the user lists; empty by default.
   std::vector<std::string> native_prefixes_v4, native_prefixes_v6;
-  // How native packets leave (client/README.md): false ("queue", the default): netfilter
-  // rules on every outbound packet and a queue for undecided flows; true ("routed"): policy
-  // routing sends DNS, TCP and QUIC to the channel, a flow the daemon moves native gets a
-  // rule of its own, and a tc guard on every native device drops what must not leave there
-  // (stateless addressing only).
-  bool native_path_routed = false;
+  // How native packets leave (client/README.md): "queue": netfilter rules on every outbound
+  // packet and a queue for undecided flows; "routed": policy routing sends DNS, TCP and QUIC
+  // to the channel, a flow the daemon moves native gets a rule of its own, and a tc guard on
+  // every native device drops what must not leave there (stateless addressing, other UDP and
+  // other protocols native); "auto" (the default): routed where the config allows it, else
+  // the queue path; the daemon also takes the queue path when the routed one cannot start
+  // (no BPF), and says why.
+  NativePathChoice native_path = NativePathChoice::automatic;
+  // The choice resolved by the config (parse_config): true for "routed", and for "auto"
+  // where the config allows the routed path. The daemon clears it when "auto" falls back.
+  bool native_path_routed = true;
   // The routed native path's channel table (a default route through the channel with the
   // native source address). Its own: flushed at exit.
   std::uint32_t routed_table = 51821;

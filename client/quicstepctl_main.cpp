@@ -45,6 +45,11 @@ void print_human(const nlohmann::json& s) {
   const nlohmann::json sw = s.value("native_switch", nlohmann::json::object());
   std::cout << "channel: " << s["channel"]["interface"].get<std::string>() << " ("
             << s["channel"]["addressing"].get<std::string>() << ")\n";
+  std::cout << "native path: " << s.value("native_path", "queue");
+  if (s.contains("routed_unavailable")) {
+    std::cout << " (routed unavailable: " << s["routed_unavailable"].get<std::string>() << ")";
+  }
+  std::cout << "\n";
   for (const char* p : {"channel", "native"}) {
     std::cout << "  " << p << ": out " << s["paths"][p]["packets"] << " packets, "
               << human_bytes(s["paths"][p]["bytes"].get<double>()) << "; in "

@@ -109,7 +109,10 @@ class Batch:
 
     def down(self):
         self.procs.stop_all()
-        subprocess.run(["ip", "netns", "exec", "qs-client", h.QSD, "--cleanup"],
+        # The mode's config names the guard's pins (the lab's bpffs), which --cleanup removes.
+        config = os.path.join(self.work, "quicstepd.toml")
+        subprocess.run(["ip", "netns", "exec", "qs-client", h.QSD, "--cleanup",
+                        *(["--config", config] if os.path.exists(config) else [])],
                        capture_output=True, timeout=30)
         lab_helpers.qslab("down", check=False, timeout=120)
         shutil.rmtree(self.work, ignore_errors=True)

@@ -30,30 +30,32 @@ from qsd_helpers import lab_helpers  # noqa: E402
 
 PAPER_RULES = os.path.join(h.REPO, "rules", "paper_rules.sh")
 
-# quicstepd modes: addressing and extra config lines.
+# quicstepd modes: addressing, native path (None: the daemon's default, "auto") and extra
+# config lines.
 QSD_MODES = {
-    "quicstepd": ("nat", ""),
-    "quicstepd-permissive": ("permissive", ""),
-    "quicstepd-stateless": ("stateless", ""),  # the daemon's default config
+    # The daemon's default config: stateless addressing, native_path "auto" (routed).
+    "quicstepd-default": (None, None, ""),
+    "quicstepd": ("nat", None, ""),  # nat: the queue path ("auto" has no other)
+    "quicstepd-permissive": ("permissive", None, ""),
+    # The queue path with stateless addressing (the default config until stop 21).
+    "quicstepd-stateless": ("stateless", "queue", ""),
     # Holds: a flow's first short headers stay on the channel (3 packets, or 5 ms), so that
     # they do not overtake the client's Finished (client/README.md, "Throughput").
-    "quicstepd-hold3": ("stateless", "[hold]\npackets = 3\n"),
-    "quicstepd-hold5ms": ("stateless", "[hold]\ntime_ms = 5\n"),
+    "quicstepd-hold3": ("stateless", "queue", "[hold]\npackets = 3\n"),
+    "quicstepd-hold5ms": ("stateless", "queue", "[hold]\ntime_ms = 5\n"),
     # The native switch off: a moved flow's first native packets leave at once (and may
     # overtake the Finished on the channel).
-    "quicstepd-noswitch": ("stateless", "[native_switch]\nenabled = false\n"),
-    "quicstepd-switch100": ("stateless", "[native_switch]\nrtt_percent = 100\n"),
+    "quicstepd-noswitch": ("stateless", "queue", "[native_switch]\nenabled = false\n"),
+    "quicstepd-switch100": ("stateless", "queue", "[native_switch]\nrtt_percent = 100\n"),
     # GSO super-packets of native flows decided in the kernel (the line lands in [daemon]:
     # write_config appends extra right after that table's lines).
-    "quicstepd-gso-kernel": ("stateless", "native_gso = \"kernel\"\n"),
-    # The routed native path: per-flow ip rules and the tc guard, no netfilter on native
-    # packets (its guard pins on the lab's bpffs: `ip netns exec` hides /sys/fs/bpf).
-    "quicstepd-routed": ("stateless", f'native_path = "routed"\n'
-                                      f'guard_pin_dir = "{h.GUARD_PIN_DIR}"\n'),
+    "quicstepd-gso-kernel": ("stateless", "queue", "native_gso = \"kernel\"\n"),
+    # The routed native path written out: per-flow ip rules and the tc guard, no netfilter
+    # on native packets (its guard pins on the lab's bpffs: `ip netns exec` hides
+    # /sys/fs/bpf).
+    "quicstepd-routed": ("stateless", "routed", ""),
     # ... with the native switch off: a moved flow's rule goes in at its first short header.
-    "quicstepd-routed-noswitch": ("stateless", f'native_path = "routed"\n'
-                                               f'guard_pin_dir = "{h.GUARD_PIN_DIR}"\n'
-                                               "[native_switch]\nenabled = false\n"),
+    "quicstepd-routed-noswitch": ("stateless", "routed", "[native_switch]\nenabled = false\n"),
 }
 
 # Decomposition (--modes paper+ipt,...): the paper's rules plus ONE kernel feature that
@@ -142,9 +144,10 @@ class Bench:
         self.htdocs = htdocs
         h.mount_lab_bpffs()
         self.configs = {}
-        for mode, (addressing, extra) in QSD_MODES.items():
+        for mode, (addressing, path, extra) in QSD_MODES.items():
             self.configs[mode] = h.write_config(os.path.join(self.work, f"{mode}.toml"),
-                                                c["channel"]["interface"], addressing, extra)
+                                                c["channel"]["interface"], addressing, extra,
+                                                native_path=path)
         self.sock = os.path.join(self.work, "control.sock")
         p = self.lab["provider"]
         self.prov_ns, self.prov_if = p["netns"], p["wg_interface"]
@@ -177,7 +180,7 @@ class Bench:
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "up"], check=True)
         elif base.startswith("quicstepd"):
             binary = mode.split("=", 1)[1] if "=" in mode else h.QSD
-            config = self.configs.get(mode, self.configs["quicstepd-stateless"])
+            config = self.configs.get(mode, self.configs["quicstepd-default"])
             self.daemon = self.procs.start(self.ns, [binary, "--config", config, "--control",
                                                      self.sock, "--log-level", "warn"],
                                            os.path.join(self.work, "quicstepd.log"))
@@ -277,13 +280,17 @@ def main():
     ap.add_argument("--server-qlog", help="directory for gtlsserver's qlog files (diagnosis)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json")
-    ap.add_argument("--modes", default="native,paper,quicstepd-stateless",
-                    help="comma-separated; quicstepd is addressing = nat; also "
-                         "quicstepd-permissive (no NAT: no conntrack), quicstepd-stateless (the "
-                         "default config: nft rewrite, no conntrack), quicstepd-noswitch (native switch "
-                         "off), quicstepd-switch100 (it waits a whole RTT), quicstepd-hold3 (stateless "
-                         "+ a 3-packet hold), quicstepd-hold5ms, quicstepd-gso-kernel (stateless + native_gso = "
-                         "kernel), quicstepd-routed (native_path = routed), quicstepd=BINARY (another build), paper+ct, paper+nat, paper+set, "
+    ap.add_argument("--modes", default="native,paper,quicstepd-default,quicstepd-stateless",
+                    help="comma-separated; quicstepd-default is the daemon's default config "
+                         "(stateless addressing, routed native path); quicstepd is addressing = "
+                         "nat; also quicstepd-permissive (no NAT: no conntrack), "
+                         "quicstepd-stateless (the queue path: nft rewrite, no conntrack), "
+                         "quicstepd-noswitch (queue path, native switch off), quicstepd-switch100 "
+                         "(it waits a whole RTT), quicstepd-hold3 (queue path + a 3-packet hold), "
+                         "quicstepd-hold5ms, quicstepd-gso-kernel (queue path + native_gso = "
+                         "kernel), quicstepd-routed (native_path = routed written out), "
+                         "quicstepd-routed-noswitch, quicstepd=BINARY (another build, default "
+                         "config), paper+ct, paper+nat, paper+set, "
                          "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "
                          "kernel features)")
     args = ap.parse_args()

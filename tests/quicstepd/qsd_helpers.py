@@ -1,5 +1,6 @@
 """Helpers for the quicstepd lab tests: the daemon, captures, gtlsserver/gtlsclient, and
 reading captures with quicstep-inspect. Processes are tracked and ended by PID only."""
+import atexit
 import json
 import os
 import shutil
@@ -174,15 +175,22 @@ def make_site(workdir, size_mb):
     return htdocs, key, cert
 
 
-def write_config(path, interface, addressing=None, extra=""):
+def write_config(path, interface, addressing=None, extra="", native_path=None):
     # addressing None: QSD_ADDRESSING from the environment (the suite runs once per mode),
     # else the daemon's default (no addressing line).
     addressing = addressing or os.environ.get("QSD_ADDRESSING")
     line = f'addressing = "{addressing}"\n' if addressing else ""
-    # QSD_NATIVE_PATH=routed: the suite again with the routed native path (stateless only).
-    if (os.environ.get("QSD_NATIVE_PATH") == "routed" and addressing in (None, "stateless")
-            and "native_path" not in extra):
-        line += f'native_path = "routed"\nguard_pin_dir = "{mount_lab_bpffs()}"\n'
+    # The native path: the daemon's default ("auto": routed for stateless addressing), or
+    # native_path / QSD_NATIVE_PATH=queue|routed written out. Where it may be routed, the
+    # guard pins on the lab's bpffs (see LAB_BPFFS).
+    native = native_path or os.environ.get("QSD_NATIVE_PATH")
+    if native not in (None, "", "queue", "routed"):
+        raise ValueError(f"native path {native!r}: queue, routed or unset (the default)")
+    if "native_path" not in extra:
+        if native:
+            line += f'native_path = "{native}"\n'
+        if native != "queue" and addressing in (None, "stateless"):
+            line += f'guard_pin_dir = "{mount_lab_bpffs()}"\n'
     with open(path, "w") as f:
         f.write(f'[daemon]\nchannel_interface = "{interface}"\n{line}'
                 f'metrics_listen = "127.0.0.1:9464"\n{extra}')
@@ -235,11 +243,14 @@ GUARD_PIN_DIR = LAB_BPFFS + "/quicstep"
 
 
 def mount_lab_bpffs():
+    """Mounts the lab's bpffs (once) and returns the guard's pin directory on it. Unmounted
+    when this process exits, if the caller has not done so."""
     os.makedirs(LAB_BPFFS, exist_ok=True)
     with open("/proc/self/mounts") as f:
         mounts = f.read().split("\n")
     if not any(line.split(" ")[1:3] == [LAB_BPFFS, "bpf"] for line in mounts if line):
         subprocess.run(["mount", "-t", "bpf", "bpf", LAB_BPFFS], check=True)
+        atexit.register(unmount_lab_bpffs)
     return GUARD_PIN_DIR
 
 

@@ -16,9 +16,12 @@ import qsd_helpers as h
 from qsd_helpers import lab_helpers
 
 SIZE_MB = 10
-# QSD_NATIVE_PATH=routed runs the suite with native_path = "routed" (the queue path's own
-# kernel state — native set, bulk rule, queues — is then checked by its routed counterpart).
-ROUTED = os.environ.get("QSD_NATIVE_PATH") == "routed"
+# The suite runs on the daemon's default native path (routed for stateless addressing; the
+# queue path's own kernel state — native set, bulk rule, queues — is then checked by its
+# routed counterpart) and again with QSD_NATIVE_PATH=queue. QSD_ADDRESSING=nat runs it on
+# the queue path, the only one nat has.
+ROUTED = (os.environ.get("QSD_NATIVE_PATH") != "queue"
+          and os.environ.get("QSD_ADDRESSING", "stateless") == "stateless")
 
 
 class QuicstepdLab(unittest.TestCase):
@@ -869,6 +872,91 @@ class QuicstepdLab(unittest.TestCase):
             self.assertEqual(guarded, before + 2, "a new device was not guarded")
         print(f"\n[new devices] guarded after {took} ms")
         self.assertLess(max(took), 400, f"guarded only by the periodic check: {took} ms")
+
+    def test_14_auto_takes_the_queue_path_when_routed_cannot_start(self):
+        """The default native path ("auto") is routed; where the routed path cannot start
+        (here: its pin directory is not on a BPF filesystem, as on a machine without BPF)
+        the daemon takes the queue path, says why, and the fetch keeps the split with no
+        leak. native_path = "routed" written out fails the start instead, installing
+        nothing."""
+        if not ROUTED:
+            self.skipTest("the fallback of the default (routed) native path")
+        nobpf = os.path.join(self.work, "nobpf")  # /tmp: tmpfs or the root filesystem
+        os.makedirs(nobpf, exist_ok=True)
+        pin = os.path.join(nobpf, "quicstep")
+        explicit = os.path.join(self.work, "routed-nobpf.toml")
+        with open(self.config) as f:
+            base = f.read().replace(f'guard_pin_dir = "{h.GUARD_PIN_DIR}"\n', "")
+        self.assertNotIn("native_path", base)
+        with open(explicit, "w") as f:
+            f.write(base + f'native_path = "routed"\nguard_pin_dir = "{pin}"\n')
+        res = lab_helpers.in_host(self.lab, "client", h.QSD, "--config", explicit, "--control",
+                                  self.sock, check=False, timeout=30)
+        self.assertEqual(res.returncode, 1, res.stdout + res.stderr)
+        self.assertIn("not a BPF filesystem", res.stdout + res.stderr)
+        self.assertEqual(h.kernel_state(self.client_ns),
+                         {"nft": False, "iptables": False, "rules": False})
+        auto = os.path.join(self.work, "auto-nobpf.toml")
+        with open(auto, "w") as f:
+            f.write(base + f'guard_pin_dir = "{pin}"\n')
+        cn, native, cp, channel = self.captures("fallback")
+        d = self.start_daemon(auto)
+        st = self.status()
+        self.assertEqual(st["native_path"], "queue")
+        self.assertIn("not a BPF filesystem", st.get("routed_unavailable", ""))
+        human = h.ctl(self.client_ns, self.sock, "status").stdout
+        self.assertIn("native path: queue (routed unavailable: native guard: ", human)
+        took = self.fetch(self.srv_v4, "fallback")
+        self.assertTrue(h.native_set_has(self.client_ns, self.srv_v4),
+                        "the queue path's native set does not hold the flow")
+        self.stop_captures(cn, cp)
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        self.assertEqual(h.kernel_state(self.client_ns),
+                         {"nft": False, "iptables": False, "rules": False})
+        npk, cpk = self.read_captures(native, channel)
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
+        print(f"\n[fallback] {took:.2f}s, native share {share:.4f}; "
+              f"{st['routed_unavailable']}")
+        self.assertGreaterEqual(share, 0.95)
+
+    def test_15_the_units_capabilities_suffice(self):
+        """The systemd unit's capabilities (client/quicstepd.service, CapabilityBoundingSet)
+        and nothing more: started under them (setpriv: a root process keeps only its bounding
+        set across exec, as systemd gives a root service), the daemon takes the routed path
+        and a fetch keeps the split with no leak. With CAP_BPF taken away as well, "auto"
+        takes the queue path and says why (without CAP_PERFMON it would too: loading the
+        guard fails with EFAULT)."""
+        if not ROUTED:
+            self.skipTest("the routed native path's capabilities")
+        with open(os.path.join(h.REPO, "client", "quicstepd.service")) as f:
+            caps = next(line.split("=", 1)[1].split() for line in f
+                        if line.startswith("CapabilityBoundingSet="))
+        self.assertIn("CAP_BPF", caps)
+        self.assertIn("CAP_PERFMON", caps)
+        def under(capset):
+            keep = ",".join("+" + c.lower().removeprefix("cap_") for c in capset)
+            return ["setpriv", "--bounding-set", f"-all,{keep}", "--inh-caps", "-all",
+                    "--ambient-caps", "-all"]
+        for capset, path in ((caps, "routed"), ([c for c in caps if c != "CAP_BPF"], "queue")):
+            cn, native, cp, channel = self.captures(f"caps-{path}")
+            p = self.procs.start(self.client_ns, [*under(capset), h.QSD, "--config", self.config,
+                                                  "--control", self.sock],
+                                 os.path.join(self.work, f"quicstepd-caps-{path}.log"))
+            h.wait_daemon(self.client_ns, self.sock, p)
+            st = self.status()
+            why = st.get("routed_unavailable", "")
+            self.assertEqual(st["native_path"], path, why)
+            took = self.fetch(self.srv_v4, f"caps-{path}")
+            self.stop_captures(cn, cp)
+            self.assertEqual(self.procs.stop(p, timeout=15), 0)
+            self.assertEqual(h.kernel_state(self.client_ns),
+                             {"nft": False, "iptables": False, "rules": False})
+            self.assertFalse(h.guard_pinned(), "the guard outlived a clean exit")
+            npk, cpk = self.read_captures(native, channel)
+            share = self.native_share(npk, cpk, self.srv_v4)[2]
+            print(f"\n[capabilities {' '.join(capset)}] {path}, {took:.2f}s, native share "
+                  f"{share:.4f} {why}")
+            self.assertGreaterEqual(share, 0.95)
 
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,

@@ -214,8 +214,25 @@ TEST(PolicyConfig, NativeFlowsAreTrackedUnlessNatOrSaidOtherwise) {
 namespace quicstep::client {
 namespace {
 
-TEST(PolicyConfigRouted, NativePathIsOptInAndNeedsStatelessAddressing) {
-  EXPECT_FALSE(parse_config("", "q.toml").config.daemon.native_path_routed);
+TEST(PolicyConfigRouted, AutoTakesTheRoutedPathWhereTheConfigAllowsIt) {
+  const auto routed = [](const char* text) {
+    const ConfigLoad load = parse_config(text, "q.toml");
+    EXPECT_TRUE(load.ok()) << text;
+    return load.config.daemon.native_path_routed;
+  };
+  const ConfigLoad def = parse_config("", "q.toml");
+  EXPECT_EQ(def.config.daemon.native_path, NativePathChoice::automatic);
+  EXPECT_TRUE(def.config.daemon.native_path_routed);  // stateless, other traffic native
+  EXPECT_TRUE(routed("[daemon]\nnative_path = \"auto\"\n"));
+  EXPECT_FALSE(routed("[daemon]\nnative_path = \"queue\"\n"));
+  // What the routed path cannot carry: the queue path, without an error.
+  EXPECT_FALSE(routed("[daemon]\naddressing = \"nat\"\n"));
+  EXPECT_FALSE(routed("[daemon]\naddressing = \"permissive\"\n"));
+  EXPECT_FALSE(routed("[classifier]\nother_udp = \"channel\"\n"));
+  EXPECT_FALSE(routed("[classifier]\nother_protocols = \"channel\"\n"));
+}
+
+TEST(PolicyConfigRouted, ExplicitRoutedNeedsStatelessAddressing) {
   const ConfigLoad ok = parse_config(
       "[daemon]\nnative_path = \"routed\"\nrouted_table = 900\nguard_pin_dir = \"/run/x/q\"\n",
       "q.toml");
@@ -225,7 +242,7 @@ TEST(PolicyConfigRouted, NativePathIsOptInAndNeedsStatelessAddressing) {
   EXPECT_EQ(ok.config.daemon.guard_pin_dir, "/run/x/q");
   EXPECT_EQ(one_error("[daemon]\naddressing = \"nat\"\nnative_path = \"routed\"\n"),
             "q.toml:3:15: native_path = \"routed\" needs addressing = \"stateless\"");
-  EXPECT_NE(one_error("[daemon]\nnative_path = \"fast\"\n").find("'queue' 'routed'"),
+  EXPECT_NE(one_error("[daemon]\nnative_path = \"fast\"\n").find("'auto' 'queue' 'routed'"),
             std::string::npos);
   EXPECT_NE(one_error("[daemon]\nrouted_table = 51820\n").find("must differ"), std::string::npos);
 }
