@@ -121,7 +121,13 @@ class Demo:
         return PAGE_TEXT in res.stdout and whole in res.stdout, took
 
     def run_path(self, path):
-        with path_modes.PathModes(self.lab, h, self.procs, self.work).using(path):
+        with path_modes.PathModes(self.lab, h, self.procs, self.work).using(path) as modes:
+            if path == "QUICstep":
+                st = modes.quicstepd_status()
+                why = st.get("routed_unavailable")
+                log(f"quicstepd running: native path {st['native_path']}"
+                    + (f" (routed unavailable: {why})" if why else "")
+                    + f", {st['channel']['addressing']} addressing")
             for client, site in [(c, s) for c in CLIENTS for s in SITES]:
                 pcap = os.path.join(self.work, f"censor-{len(self.rows)}.pcap")
                 cap = h.start_capture(self.procs, self.censor_ns, self.censor_if, pcap)

@@ -2,7 +2,8 @@
 """Bulk download and upload throughput through quicstepd, side by side with the paper's
 kernel-only rules (rules/paper_rules.sh) and the plain native path, in one run (this machine
 is noisy: modes are interleaved round by round, medians reported). Also the daemon's CPU
-seconds per GB. A benchmark, not a timed test: root, lab profile `none` (no emulation).
+seconds per GB. A benchmark, not a timed test: root, lab profile `none` (no emulation) unless
+--profile names another.
 
     sudo tests/quicstepd/bench_throughput.py [--sizes 100,1000] [--rounds 5] [--json out.json]
 
@@ -128,7 +129,7 @@ class Bench:
 
     def setup(self):
         h.wait_lab_idle()
-        lab_helpers.qslab("up", "--profile", "none", timeout=180)
+        lab_helpers.qslab("up", "--profile", self.args.profile, timeout=180)
         self.lab = lab_helpers.status()
         c = self.lab["client"]
         self.ns = c["netns"]
@@ -279,6 +280,10 @@ def main():
                     help="comma-separated MB per transfer; two or more: bulk rate and fixed cost")
     ap.add_argument("--server-qlog", help="directory for gtlsserver's qlog files (diagnosis)")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--profile", default="none",
+                    help="lab link profile (lab/qslab profiles); none: no emulation, the "
+                         "machine's own rates (the throughput lines); london-ohio etc.: the "
+                         "per-connection cost a user sees over those delays (use small --sizes)")
     ap.add_argument("--json")
     ap.add_argument("--modes", default="native,paper,quicstepd-default,quicstepd-stateless",
                     help="comma-separated; quicstepd-default is the daemon's default config "
