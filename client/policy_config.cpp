@@ -355,8 +355,8 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
 }
 
 // "auto" takes the routed path where it may carry everything the policy sends: stateless
-// addressing (the routed path rewrites no address), and other UDP and other protocols
-// native (it sends only DNS, TCP and QUIC to the channel).
+// addressing (the only addressing the routed path implements), and other UDP and other
+// protocols native (it sends only DNS, TCP and QUIC to the channel).
 void resolve_native_path(Config* c) {
   DaemonSettings& d = c->daemon;
   switch (d.native_path) {
