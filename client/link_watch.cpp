@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 #include "client/netlink_socket.hpp"
 
@@ -37,24 +36,11 @@ int LinkWatch::fd() const { return socket_ == nullptr ? -1 : mnl_socket_get_fd(s
 
 bool LinkWatch::drain() {
   if (socket_ == nullptr) return false;
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
   bool changed = false;
-  for (;;) {
-    const ssize_t n = ::recv(fd(), buf.data(), buf.size(), MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == ENOBUFS) {
-        changed = true;
-        continue;
-      }
-      return changed;  // EAGAIN: drained
-    }
-    int left = static_cast<int>(n);
-    for (const auto* h = reinterpret_cast<const nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, left);
-         h = mnl_nlmsg_next(h, &left)) {
-      if (h->nlmsg_type == RTM_NEWLINK) changed = true;
-    }
-  }
+  const std::uint64_t lost = drain_netlink(fd(), [&](const nlmsghdr* h) {
+    if (h->nlmsg_type == RTM_NEWLINK) changed = true;
+  });
+  return changed || lost != 0;  // lost announcements: maybe a new link
 }
 
 }  // namespace quicstep::client

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace quicstep::client {
 
@@ -20,6 +21,27 @@ mnl_socket* open_netlink(int bus, const char* what, std::string* why) {
     return nullptr;
   }
   return s;
+}
+
+std::uint64_t drain_netlink(int fd, const std::function<void(const nlmsghdr*)>& on_message) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  std::uint64_t lost = 0;
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ENOBUFS) {
+        ++lost;
+        continue;
+      }
+      return lost;  // EAGAIN: drained (or the socket failed: nothing more to read)
+    }
+    int left = static_cast<int>(n);
+    for (const auto* h = reinterpret_cast<const nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, left);
+         h = mnl_nlmsg_next(h, &left)) {
+      on_message(h);
+    }
+  }
 }
 
 }  // namespace quicstep::client

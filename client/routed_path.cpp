@@ -60,8 +60,9 @@ bool RoutedPath::has_socket(const common::FlowKey& flow) {
 std::vector<common::FlowKey> RoutedPath::drain_closed_sockets() {
   std::unordered_set<common::FlowKey, common::FlowKeyHash> suspects;
   const bool complete = sockets_.drain([&](const UdpSocketId& s) {
-    for (const auto& [key, f] : flows_) {
-      if (socket_may_carry(s, key)) suspects.insert(key);
+    const auto [first, last] = flows_by_port_.equal_range(s.local_port);
+    for (auto it = first; it != last; ++it) {
+      if (socket_may_carry(s, it->second)) suspects.insert(it->second);
     }
   });
   if (!complete) {  // announcements lost: every flow is a suspect
@@ -116,6 +117,7 @@ void RoutedPath::schedule(const common::FlowKey& flow, common::Timestamp due, bo
   auto [it, fresh] = flows_.try_emplace(flow);
   Flow& f = it->second;
   if (!fresh) return;  // rule added or due already
+  flows_by_port_.emplace(flow.client_port, flow);
   f.watch = watch;
   f.due = due < now ? now : due;
   if (f.due <= now) add_rule(flow, f);
@@ -159,6 +161,13 @@ void RoutedPath::drop(const common::FlowKey& key, Flow& f) {
       ++stats_.rules_deleted;
     } else {
       ++stats_.rule_failures;
+    }
+  }
+  const auto [first, last] = flows_by_port_.equal_range(key.client_port);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == key) {
+      flows_by_port_.erase(it);
+      break;
     }
   }
   flows_.erase(key);  // f dangles from here

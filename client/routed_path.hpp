@@ -114,6 +114,8 @@ class RoutedPath {
   std::unique_ptr<NativeGuard> guard_;
   std::set<std::string> guarded_;
   std::unordered_map<common::FlowKey, Flow, common::FlowKeyHash> flows_;
+  // flows_ by client port: a closed socket is matched against the flows on its port only.
+  std::unordered_multimap<std::uint16_t, common::FlowKey> flows_by_port_;
   RoutedPathStats stats_;
   common::Timestamp last_tick_;
 };

@@ -91,29 +91,14 @@ int UdpSocketWatch::fd() const { return events_ == nullptr ? -1 : mnl_socket_get
 
 bool UdpSocketWatch::drain(const std::function<void(const UdpSocketId&)>& on_closed) {
   if (events_ == nullptr) return true;
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
-  bool complete = true;
-  for (;;) {
-    const ssize_t n = ::recv(fd(), buf.data(), buf.size(), MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == ENOBUFS) {
-        ++overflows_;
-        complete = false;
-        continue;
-      }
-      break;  // EAGAIN: drained
+  const std::uint64_t lost = drain_netlink(fd(), [&](const nlmsghdr* h) {
+    if (auto s = parse(h)) {
+      ++seen_;
+      on_closed(*s);
     }
-    int left = static_cast<int>(n);
-    for (const auto* h = reinterpret_cast<const nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, left);
-         h = mnl_nlmsg_next(h, &left)) {
-      if (auto s = parse(h)) {
-        ++seen_;
-        on_closed(*s);
-      }
-    }
-  }
-  return complete;
+  });
+  overflows_ += lost;
+  return lost == 0;
 }
 
 std::optional<std::vector<UdpSocketId>> UdpSocketWatch::sockets_on_port(std::uint16_t port) {

@@ -32,6 +32,9 @@ DEFAULT_VARIANTS = [(m, m, "") for m in MODES]
 # quicstepd holding a flow's short headers on the channel for 100 ms after the first one
 # (about one RTT of london-ohio): the server has the client's Finished before the move.
 HOLD_VARIANT = ("QUICstep hold 100ms", "QUICstep", "[hold]\ntime_ms = 100\n")
+# quicstepd's two native paths side by side (the default "auto" takes the routed one in the
+# lab): the queue path written out.
+QUEUE_PATH_VARIANT = ("QUICstep queue path", "QUICstep", 'native_path = "queue"\n')
 FIELDS = ["experiment", "profile", "channel_rate_mbit", "round", "mode", "page", "page_bytes",
           "ok", "error", "ttfb_ms", "plt_ms", "protocol", "responses", "non_h3_responses",
           "received_bytes", "channel_bytes", "channel_packets", "wall_s", "qs_moved_native",

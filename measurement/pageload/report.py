@@ -131,7 +131,10 @@ def write(csv_path, out):
            "over the rounds of one batch; the three modes alternate round by round. TTFB = "
            "responseStart − navigationStart, PLT = domComplete − responseStart (Navigation "
            "Timing, as in the paper). Channel bytes: IP bytes of the WireGuard packets at the "
-           "provider during the load (capture), both directions.", ""]
+           "provider during the load (capture), both directions. The `QUICstep` rows of every "
+           "batch but `paths` were measured before stop 21 (2026-12-01), when quicstepd's "
+           "default native path was the queue path; since then the default is the routed path, "
+           "compared with the queue path in the `paths` batch.", ""]
     failed = [r for r in data.rows if r["ok"] != "1"]
     if failed:
         md += [f"Failed loads ({len(failed)}): " + "; ".join(
@@ -155,6 +158,7 @@ def write(csv_path, out):
     md += channel_load(data, out)
     md += diagnosis(data)
     md += hold(data, out)
+    md += native_paths(data)
     md += timelines(os.path.join(out, "diagnosis.csv"))
     with open(os.path.join(out, "REPORT.md"), "w") as f:
         f.write("\n".join(md) + "\n")
@@ -414,6 +418,35 @@ def timelines(path):
             v = [float(r[f]) for r in rs if r.get(f) not in ("", None, "None")]
             vals.append(ms(med(v)) if v else "–")
         md.append(f"| {profile} | {rate} | {page} | {mode} | {len(rs)} | " + " | ".join(vals) + " |")
+    return md + [""]
+
+
+QUEUE_PATH = "QUICstep queue path"
+
+
+def native_paths(data):
+    """The `paths` batch: quicstepd's default native path (routed) next to the queue path."""
+    keys = data.keys("paths")
+    if not keys:
+        return []
+    modes = ("native", "QUICstep", QUEUE_PATH)
+    md = ["## quicstepd's native paths: routed (the default) and queue (`paths` batch)", "",
+          "Same profile and rate as the targets; quicstepd with its default config (the routed "
+          "native path: policy routing, per-flow rules, the tc guard) and with `native_path = "
+          "\"queue\"` (netfilter rules on every packet, the first short headers queued to the "
+          "daemon), next to native; no full VPN (the other batches have it).", "",
+          "| page | TTFB native / routed / queue ms | PLT native / routed / queue ms | "
+          "routed/queue TTFB+PLT | routed − native TTFB+PLT ms | queue − native TTFB+PLT ms | "
+          "rounds |", "|---|---|---|---|---|---|---|"]
+    for _, profile, rate, page in sorted(keys, key=lambda k: (SIZES + ("many",)).index(k[3])):
+        k4 = ("paths", profile, rate, page)
+        t = [data.median(k4 + (m,), "ttfb_ms") for m in modes]
+        p = [data.median(k4 + (m,), "plt_ms") for m in modes]
+        tot = [a + b for a, b in zip(t, p)]
+        n = min(len(data.values(k4 + (m,), "plt_ms")) for m in modes)
+        md.append(f"| {page} | {' / '.join(ms(x) for x in t)} | {' / '.join(ms(x) for x in p)} | "
+                  f"{fmt(tot[1] / tot[2])} | {ms(tot[1] - tot[0])} | {ms(tot[2] - tot[0])} | "
+                  f"{n} |")
     return md + [""]
 
 

@@ -9,6 +9,8 @@
            the default (server near the provider), 5 Mbit/s (paper Table 3, Figure 9)
   hold     london-ohio at 5 Mbit/s with a fourth mode, quicstepd holding short headers on the
            channel for 100 ms (the move after the server completed the handshake)
+  paths    london-ohio at 5 Mbit/s: native, quicstepd with its default (routed) native path
+           and with the queue path (no full VPN: the other batches have it)
 
 Each batch (one profile and rate) takes the lab lock /run/qs-helper-lab.lock, brings the lab
 up, runs its rounds and brings it down, so other users of the lab get it between batches.
@@ -55,6 +57,11 @@ def plan(args):
         import harness
         out.append(("hold", args.table5_profile, 5, sizes + ["many"], args.rounds,
                     harness.DEFAULT_VARIANTS + [harness.HOLD_VARIANT]))
+    if "paths" in args.experiments:
+        import harness
+        out.append(("paths", args.table5_profile, 5, sizes + ["many"], args.rounds,
+                    [v for v in harness.DEFAULT_VARIANTS if v[0] != "full VPN"]
+                    + [harness.QUEUE_PATH_VARIANT]))
     return out
 
 
@@ -70,8 +77,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
-    ap.add_argument("--experiments", nargs="+", default=["table5", "table2", "table3", "hold"],
-                    choices=["table5", "table2", "table3", "hold"])
+    ap.add_argument("--experiments", nargs="+",
+                    default=["table5", "table2", "table3", "hold", "paths"],
+                    choices=["table5", "table2", "table3", "hold", "paths"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
     ap.add_argument("--table5-profile", default="london-ohio")
     ap.add_argument("--skip-done", action="store_true", help="skip batches already in the CSV")
