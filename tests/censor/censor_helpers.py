@@ -26,24 +26,11 @@ def _cmdline(pid):
         return []
 
 
-def _ancestors():
-    """This process and its parents (a wrapper such as `timeout` names this test too)."""
-    out, pid = set(), os.getpid()
-    while pid > 1 and pid not in out:
-        out.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                pid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return out
-
-
 def lab_busy():
     """Why the shared lab is in use by someone else, or "" when it is idle: another lab test
     (by its command line), or any process other than the lab's own daemons inside the lab's
     namespaces (another engineer's daemon or benchmark)."""
-    mine = _ancestors()
+    mine = lab_helpers.ancestors()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         if int(pid) in mine:
             continue

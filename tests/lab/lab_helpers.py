@@ -48,6 +48,20 @@ def ping_rtts(lab, host, dst, count=10, interval=0.2, source=None):
     return [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
 
 
+def ancestors(pid=None):
+    """pid (this process by default) and its ancestors, by /proc/PID/stat's parent field: a
+    lab test started under a wrapper (flock, timeout) must not wait for the wrapper."""
+    found, pid = set(), os.getpid() if pid is None else pid
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
+
+
 def live_lab_processes():
     """The lab's daemons still running, recognised by their program name (argv[0]) and
     arguments: wireguard-go on a qsw- interface, qs_delay_line, dnsmasq with the lab's

@@ -32,24 +32,11 @@ INSPECT = find_binary("QS_INSPECT", "quicstep-inspect", "measurement")
 os.environ.setdefault("QSLAB_DELAY_LINE", find_binary("QSLAB_DELAY_LINE", "qs_delay_line", "lab"))
 
 
-def _ancestors(pid):
-    """pid and its ancestors (by /proc/PID/stat's parent field)."""
-    found = set()
-    while pid > 1 and pid not in found:
-        found.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                pid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return found
-
-
 def wait_lab_idle(timeout=300):
     """The lab's namespaces have fixed names: wait while another lab test runs (there is
     no lab-wide lock yet)."""
     deadline = time.time() + timeout
-    me = _ancestors(os.getpid())  # this test and what started it (a wrapper such as flock)
+    me = lab_helpers.ancestors()  # this test and what started it (a wrapper such as flock)
     while time.time() < deadline:
         busy = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
