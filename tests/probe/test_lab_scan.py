@@ -80,10 +80,21 @@ class LabScan(unittest.TestCase):
         recs = records.load_latest(os.path.join(out, "results.jsonl"))
         return {d: (classify(r).name, classify(r).port_migration) for d, r in recs.items()}
 
-    def assert_truth(self, got, what):
+    def assert_truth(self, got, what, out=None):
+        """out: the run's directory; a wrong domain's message then names what each of its
+        addresses got (QUIC or not, the probe's error), so a CI log tells a timeout from a
+        failed handshake."""
         wrong = {d: (got.get(d), want) for d, want in self.truth.items() if got.get(d) != want}
         extra = set(got) - set(self.truth)
-        msg = "; ".join(f"{d}: got {g} want {w}" for d, (g, w) in sorted(wrong.items())[:15])
+        recs = records.load_latest(os.path.join(out, "results.jsonl")) if out and wrong else {}
+
+        def addresses(d):
+            found = [f"{a.get('ip')} quic={a.get('quic')} error={a.get('error')}"
+                     for n in (recs.get(d) or {}).get("names") or []
+                     for a in n.get("addresses") or []]
+            return f" [{', '.join(found)}]" if found else ""
+        msg = "; ".join(f"{d}: got {g} want {w}{addresses(d)}"
+                        for d, (g, w) in sorted(wrong.items())[:15])
         if wrong or extra:
             print("server counters:", json.dumps(self.pop.counters()), flush=True)
         self.assertFalse(wrong or extra, f"{what}: {len(wrong)} of {len(self.truth)} wrong"
@@ -96,7 +107,7 @@ class LabScan(unittest.TestCase):
             p = self.run_scan(out)
             self.assertIn(f"domains: {len(self.truth)}", p.stdout)
             got = self.classes(out)
-            self.assert_truth(got, f"run {i}")
+            self.assert_truth(got, f"run {i}", out)
             runs.append(got)
         self.assertEqual(runs[0], runs[1])
         self.assertEqual(runs[0], runs[2])
@@ -121,7 +132,7 @@ class LabScan(unittest.TestCase):
         self.assertLess(done, len(self.truth), "the run ended before it was interrupted")
         p = self.run_scan(out)
         self.assertIn(f"resuming: {done} domains already", p.stderr)
-        self.assert_truth(self.classes(out), "resumed run")
+        self.assert_truth(self.classes(out), "resumed run", out)
 
     def test_3_shards_merge(self):
         shards = []
@@ -133,7 +144,7 @@ class LabScan(unittest.TestCase):
         merged = os.path.join(self.work, "merged")
         subprocess.run([sys.executable, os.path.join(SCAN_DIR, "quicstep-scan"), "merge", *shards,
                         "--out", merged, "--strict"], check=True, capture_output=True)
-        self.assert_truth(self.classes(merged), "merged shards")
+        self.assert_truth(self.classes(merged), "merged shards", merged)
         allow = os.path.join(self.work, "allow.txt")
         subprocess.run([sys.executable, os.path.join(SCAN_DIR, "quicstep-scan"), "allowlist",
                         merged, "--out", allow], check=True, capture_output=True)
