@@ -144,6 +144,13 @@ class QuicstepdLab(unittest.TestCase):
         bad = h.leaks(native_pkts, self.client_native | self.tunnel_addrs)
         self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the native link")
 
+    def assert_clean_exit(self, daemon):
+        """SIGINT: the daemon exits 0 and leaves nothing installed (rules, routes, guard)."""
+        self.assertEqual(self.procs.stop(daemon, timeout=15), 0)
+        self.assertEqual(h.kernel_state(self.client_ns),
+                         {"nft": False, "iptables": False, "rules": False})
+        self.assertFalse(h.guard_pinned(), "the guard outlived a clean exit")
+
     # --- tests ---------------------------------------------------------------------------
     def assert_flow_moved(self, server, label):
         """The moved flow reached the kernel's fast path: the native set and its bulk rule
@@ -214,10 +221,7 @@ class QuicstepdLab(unittest.TestCase):
             self.assertEqual(st["daemon"]["set_update_failures"], 0)
             watched_after_fetch = h.watched_ports(self.client_ns)
         self.stop_captures(cn, cp)
-        self.assertEqual(self.procs.stop(d, timeout=15), 0)
-        self.assertEqual(h.kernel_state(self.client_ns),
-                         {"nft": False, "iptables": False, "rules": False})
-        self.assertFalse(h.guard_pinned(), "the guard outlived a clean exit")
+        self.assert_clean_exit(d)
         npk, cpk = self.read_captures(native, channel)
         nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
         if ROUTED:
@@ -910,9 +914,7 @@ class QuicstepdLab(unittest.TestCase):
         self.assertTrue(h.native_set_has(self.client_ns, self.srv_v4),
                         "the queue path's native set does not hold the flow")
         self.stop_captures(cn, cp)
-        self.assertEqual(self.procs.stop(d, timeout=15), 0)
-        self.assertEqual(h.kernel_state(self.client_ns),
-                         {"nft": False, "iptables": False, "rules": False})
+        self.assert_clean_exit(d)
         npk, cpk = self.read_captures(native, channel)
         nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
         print(f"\n[fallback] {took:.2f}s, native share {share:.4f}; "
@@ -948,10 +950,7 @@ class QuicstepdLab(unittest.TestCase):
             self.assertEqual(st["native_path"], path, why)
             took = self.fetch(self.srv_v4, f"caps-{path}")
             self.stop_captures(cn, cp)
-            self.assertEqual(self.procs.stop(p, timeout=15), 0)
-            self.assertEqual(h.kernel_state(self.client_ns),
-                             {"nft": False, "iptables": False, "rules": False})
-            self.assertFalse(h.guard_pinned(), "the guard outlived a clean exit")
+            self.assert_clean_exit(p)
             npk, cpk = self.read_captures(native, channel)
             share = self.native_share(npk, cpk, self.srv_v4)[2]
             print(f"\n[capabilities {' '.join(capset)}] {path}, {took:.2f}s, native share "
