@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything (ASan+UBSan, warnings as errors), runs every
-# test (unit, lab integration as root), then each fuzz target for a bounded time.
+# test (unit, lab integration as root), then each fuzz target for a bounded time — also when
+# a test failed, so that one failing test does not hide a fuzzing regression (the run still
+# fails). A failing lab test leaves its logs and captures in build/asan/test-artifacts.
 # The one test command: README's Quick start and .ci/run call this and nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +19,21 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQS_WERR
 cmake --build build/release -j "$jobs"
 
 echo "== tests"
-ctest --test-dir build/asan --output-on-failure -j "$jobs"
+rm -rf build/asan/test-artifacts
+tests=0
+ctest --test-dir build/asan --output-on-failure -j "$jobs" || tests=$?
 
 echo "== fuzz"
-scripts/fuzz.sh "${QS_FUZZ_SECONDS:-20}"
+fuzz=0
+scripts/fuzz.sh "${QS_FUZZ_SECONDS:-20}" || fuzz=$?
+
+if [[ $tests -ne 0 || $fuzz -ne 0 ]]; then
+  [[ $tests -ne 0 ]] && echo "test.sh: tests FAILED (ctest exit $tests)"
+  [[ $fuzz -ne 0 ]] && echo "test.sh: fuzzing FAILED (exit $fuzz)"
+  if [[ -d build/asan/test-artifacts ]]; then
+    echo "test.sh: logs and captures of the failed tests: $PWD/build/asan/test-artifacts"
+    ls -1 build/asan/test-artifacts
+  fi
+  exit 1
+fi
+echo "test.sh: all tests and fuzz targets passed"

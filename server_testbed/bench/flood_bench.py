@@ -391,6 +391,7 @@ def capacity_point(args, bins, work, cert, key, mode, quota):
     extra = (["--gate", name, "--master-key", args.master_key] if is_gate
              else ["--retry", "--master-key", args.master_key])
     cg = env.CpuQuota("qs-fld-capacity", quota)
+    nft_start = nft_counters()  # totals over the defenders' whole lives: see below
     server = env.Proc(env.NS_S, "0", [bins["server"], "--listen", f"{env.S4}:443", "--cert", cert,
                                       "--key", key, "--workers", "1", "--pin", "--stats-file",
                                       stats_file, "--duration", "60", *extra],
@@ -433,15 +434,31 @@ def capacity_point(args, bins, work, cert, key, mode, quota):
                (("server", server), ("gate", gate), ("flood", flood))}
         flood_result = stop_flood(flood)
         flood = None
+        gate_final = None
+        if gate:
+            gate_code, gate_out = gate.stop(timeout=30)
+            gate = None
+            gate_final = env.last_json(gate_out)
+            if gate_code != 0 or gate_final is None:
+                raise RuntimeError(f"quicstep-gate exited with {gate_code}: {point}/gate.log")
     finally:
         if flood:
             flood.stop()
         if gate:
             gate.stop()
-        code, _ = server.stop()
+        code, server_out = server.stop(timeout=30)
         cg.remove()
     if code != 0:
         raise RuntimeError(f"quicstep-server exited with {code}: {point}/server.log")
+    # Every Retry sent in this round, counted by the defenders themselves (their final
+    # counters, written as they exit) and at the attacker's end of the link (read after they
+    # exited): the same window on both sides, whatever a throttled defender's stats file
+    # showed at the moment of a read.
+    nft_end = nft_counters()
+    server_final = env.last_json(server_out) or {}
+    server_retries = sum_workers(server_final, "retry_sent") if server_final else 0
+    own_total = server_retries + ((gate_final or {}).get("retry_sent", 0) if is_gate else 0)
+    nft_total = nft_end["retries_out"] - nft_start["retries_out"]
     nft_rate = (nft1["retries_out"] - nft0["retries_out"]) / elapsed
     own_rate = (retries_in(mode, st1) - retries_in(mode, st0)) / max(1e-3, m1 - m0)
     offered = (nft1["initials_in"] - nft0["initials_in"]) / elapsed
@@ -450,6 +467,8 @@ def capacity_point(args, bins, work, cert, key, mode, quota):
     return {"mode": mode, "quota": round(cg.share, 3), "window_s": round(elapsed, 2),
             "offered_pps": round(offered, 1), "attack_pps": round(flood_result["achieved_pps"], 1),
             "retries_per_s_nft": round(nft_rate, 1), "retries_per_s_own": round(own_rate, 1),
+            "retries_total_nft": nft_total, "retries_total_own": own_total,
+            "retries_total_server": server_retries,
             "rcvbuf_errors_per_s": round((udp1.get("RcvbufErrors", 0) -
                                           udp0.get("RcvbufErrors", 0)) / elapsed, 1),
             "cpu_defender": round(defender_cpu, 3), "cpu_server": round(cpu["server"], 3),

@@ -48,6 +48,26 @@ def ping_rtts(lab, host, dst, count=10, interval=0.2, source=None):
     return [float(x) for x in re.findall(r"time=([\d.]+) ms", out)]
 
 
+def lab_daemon_pid(name):
+    """The PID that qslab recorded for one of its daemons (state dir pids/<name>.pid, e.g.
+    "wireguard-go-client"), or None."""
+    state_dir = os.environ.get("QSLAB_STATE_DIR", "/run/qslab")
+    try:
+        with open(os.path.join(state_dir, "pids", f"{name}.pid")) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def pid_alive(pid):
+    """True while `pid` runs and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def ancestors(pid=None):
     """pid (this process by default) and its ancestors, by /proc/PID/stat's parent field: a
     lab test started under a wrapper (flock, timeout) must not wait for the wrapper."""

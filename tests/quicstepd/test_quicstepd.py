@@ -8,11 +8,11 @@ config (exit 2, nothing installed), IPv6 end to end."""
 import os
 import signal
 import subprocess
-import tempfile
 import time
 import unittest
 
 import qsd_helpers as h
+from qs_support import artifacts
 from qsd_helpers import lab_helpers
 
 SIZE_MB = 10
@@ -24,13 +24,13 @@ ROUTED = (os.environ.get("QSD_NATIVE_PATH") != "queue"
           and os.environ.get("QSD_ADDRESSING", "stateless") == "stateless")
 
 
-class QuicstepdLab(unittest.TestCase):
+class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         h.wait_lab_idle()
         lab_helpers.qslab("up", timeout=180)
         cls.lab = lab_helpers.status()
-        cls.work = tempfile.mkdtemp(prefix="qsd-lab-")
+        cls.work = artifacts.work_dir("qsd-lab-")
         os.chmod(cls.work, 0o755)
         cls.procs = h.Procs()
         try:
@@ -73,7 +73,9 @@ class QuicstepdLab(unittest.TestCase):
         if ROUTED:
             h.unmount_lab_bpffs()
         lab_helpers.qslab("down", check=False, timeout=120)
-        if not os.environ.get("QSD_KEEP"):
+        if cls.any_failed or os.environ.get("QSD_KEEP"):
+            artifacts.finish(cls.work, True)
+        else:
             h.cleanup_dir(cls.work)
 
     # --- helpers -------------------------------------------------------------------------
@@ -977,14 +979,26 @@ class QuicstepdLab(unittest.TestCase):
             if line.startswith("default")]
         self.assertTrue(routes, "the lab's channel table has no default route")
         before = self.status()["daemon"].get("channel_recreated", 0)
+        old_wg = lab_helpers.lab_daemon_pid("wireguard-go-client")
         run("ip", "link", "del", ifc)
-        time.sleep(0.5)
+        # The lab's wireguard-go exits once it sees its device gone; until then it holds the
+        # interface's UAPI socket, and a second wireguard-go for the same name refuses to
+        # start ("unix socket in use") — under load that took longer than a fixed pause.
+        deadline = time.time() + 20
+        while old_wg and lab_helpers.pid_alive(old_wg):
+            self.assertLess(time.time(), deadline,
+                            f"the lab's wireguard-go (pid {old_wg}) still runs 20 s after its "
+                            "device was deleted")
+            time.sleep(0.05)
         # The replacement lives until the class ends (later tests, the lab's teardown).
-        self.procs.start(self.client_ns, ["wireguard-go", "-f", ifc],
-                         os.path.join(self.work, "wireguard-go-again.log"))
-        deadline = time.time() + 10
+        log = os.path.join(self.work, "wireguard-go-again.log")
+        wg = self.procs.start(self.client_ns, ["wireguard-go", "-f", ifc], log)
+        deadline = time.time() + 20
         while run("ip", "link", "show", ifc, check=False).returncode != 0:
-            self.assertLess(time.time(), deadline, "wireguard-go did not create the device")
+            if time.time() > deadline or wg.poll() is not None:
+                with open(log) as f:
+                    self.fail(f"wireguard-go did not create the device (exit {wg.poll()}, "
+                              f"log: {f.read()[-1500:]})")
             time.sleep(0.1)
         conf_path = os.path.join(self.work, "channel-again.conf")
         with open(conf_path, "w") as f:

@@ -8,12 +8,13 @@ namespaces qs-fld-s / qs-fld-c. About a minute.
 """
 import csv
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
+
+from qs_support import artifacts
+from qs_support.measure import measured
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BENCH = os.path.join(ROOT, "server_testbed", "bench", "flood_bench.py")
@@ -25,10 +26,10 @@ def rows(path):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root (namespaces, raw sockets, BPF)")
-class FloodSmoke(unittest.TestCase):
+class FloodSmoke(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.out = tempfile.mkdtemp(prefix="qs-fld-smoke-")
+        cls.out = artifacts.work_dir("qs-fld-smoke-")
         build = os.environ.get("QS_BUILD")
         if not build:
             raise unittest.SkipTest("QS_BUILD (the build directory) is not set")
@@ -40,7 +41,7 @@ class FloodSmoke(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        shutil.rmtree(cls.out, ignore_errors=True)
+        artifacts.finish(cls.out, cls.any_failed)
 
     def test_bench_ran_and_wrote_its_outputs(self):
         self.assertEqual(self.bench.returncode, 0, self.bench.stdout[-2000:])
@@ -98,46 +99,67 @@ class FloodSmoke(unittest.TestCase):
 @unittest.skipUnless(os.geteuid() == 0, "needs root (namespaces, raw sockets, BPF, cgroups)")
 class FloodCapacity(unittest.TestCase):
     """flood_bench.py --capacity, one short round of the gate sending by AF_PACKET (host
-    Retry's rounds work the same way, and flood_smoke keeps to about a minute): the
-    defender really was throttled and saturated (socket drops), the Retries
-    counted at the attacker's end of the link match the defender's own counter, and the
-    cgroup is gone afterwards. No ratio is checked here (a sanitizer build, a shared CI
-    machine): README "Retry gate" -> capacity gives the measured one."""
+    Retry's rounds work the same way, and flood_smoke keeps to about a minute). Behaviour
+    only; the capacity figure is the benchmark's (README "Retry gate" -> capacity):
+    - the gate answers the flood with Retries, and every Retry it counts itself is one that
+      reached the attacker's end of the link (totals over the gate's whole life on both
+      sides: its final counters as it exits, the nft counter read after that), so a gate that
+      miscounts, or counts Retries it never sent, fails;
+    - the worker behind the gate sees none of the flood (no Retry of its own, no connection);
+    - the defender was saturated (its socket dropped datagrams: offered beyond answered) and
+      held to its quota by the cgroup (its CPU no more than 1.5 times the quota, throttled);
+    - the cgroup is gone afterwards."""
 
     # The defender's share of a core: small enough that the flooder outpaces it. At 0.1 the
-    # ASan gate kept up with an ASan flooder on a loaded run (2026-12-01 10:42 UTC: 14 720
-    # Retries/s answered of 15 821 offered, no socket drops); at 0.05 it has half that.
+    # ASan gate kept up with an ASan flooder on a loaded run (14 720 Retries/s answered of
+    # 15 821 offered, no socket drops); at 0.05 it has half that.
     QUOTA = 0.05
 
     def test_capacity_round(self):
         build = os.environ.get("QS_BUILD")
         if not build:
             self.skipTest("QS_BUILD (the build directory) is not set")
-        out = tempfile.mkdtemp(prefix="qs-fld-cap-")
+        out = artifacts.work_dir("qs-fld-cap-")
+        failed = True
         try:
             run = subprocess.run([sys.executable, BENCH, "--build", build, "--capacity",
                                   "--quota", str(self.QUOTA), "--capacity-rounds", "1",
-                                  "--capacity-modes", "gate-packet", "--seconds", "1",
+                                  "--capacity-modes", "gate-packet", "--seconds", "2",
                                   "--out", out], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, timeout=90)
+                                 stderr=subprocess.STDOUT, text=True, timeout=120)
             print(run.stdout[-3000:])
             self.assertEqual(run.returncode, 0, run.stdout[-2000:])
             got = {r["mode"]: r for r in rows(os.path.join(out, "flood_capacity.csv"))}
             self.assertEqual(set(got), {"gate-packet"})
             for mode, r in got.items():
                 with self.subTest(mode=mode):
-                    nft, own = float(r["retries_per_s_nft"]), float(r["retries_per_s_own"])
-                    self.assertGreater(nft, 500)
-                    # two windows (the stats file's mtimes vs the nft reads) of ~1 s
-                    self.assertLess(abs(nft - own), 0.35 * max(nft, own), r)
+                    own, nft = int(r["retries_total_own"]), int(r["retries_total_nft"])
+                    measured("gate Retries, own count (whole life)", own, "packets", test=self)
+                    measured("gate Retries at the attacker's end / own count",
+                             round(nft / max(own, 1), 4), "ratio", 1.0, 0.98, 1.0, test=self)
+                    measured("socket drops at the defender", float(r["rcvbuf_errors_per_s"]),
+                             "1/s", None, 0, None, test=self)
+                    measured("defender CPU / quota", round(float(r["cpu_defender"]) /
+                                                           self.QUOTA, 3), "ratio", 1.0, None,
+                             1.5, test=self)
+                    measured("periods throttled", float(r["throttled_share"]), "share",
+                             test=self)
+                    measured("Retries per second (nft, window)",
+                             float(r["retries_per_s_nft"]), "1/s", test=self)
+                    self.assertGreater(own, 100, r)  # it answered the flood
+                    # Retries are dropped on the way only by a full veth backlog: allow 2%.
+                    self.assertLessEqual(nft, own, r)
+                    self.assertGreaterEqual(nft, 0.98 * own, r)
+                    self.assertEqual(int(r["retries_total_server"]), 0, r)
                     self.assertGreater(float(r["rcvbuf_errors_per_s"]), 0, r)  # saturated
-                    self.assertGreater(float(r["throttled_share"]), 0.5, r)
+                    self.assertGreater(float(r["throttled_share"]), 0, r)
                     self.assertLess(float(r["cpu_defender"]), self.QUOTA * 1.5, r)
             self.assertTrue(os.path.getsize(os.path.join(out, "capacity_report.md")) > 0)
             for base in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup"):
                 self.assertFalse(os.path.exists(os.path.join(base, "qs-fld-capacity")))
+            failed = False
         finally:
-            shutil.rmtree(out, ignore_errors=True)
+            artifacts.finish(out, failed)
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root (namespaces, raw sockets, BPF)")
