@@ -6,7 +6,8 @@ table: client x path x site -> result, time, bytes on the channel and on the nat
 and the names the censor saw (read from a capture on its client-facing interface by
 quicstep-inspect).
 
-Run as root after building (scripts/demo.sh does both). Everything it starts it stops, by
+Run as root after building, from the repository's root: `python3 -m lab.demo` (scripts/demo.sh
+does both). Everything it starts it stops, by
 PID; the lab is brought down at the end, also on errors and Ctrl-C."""
 import argparse
 import json
@@ -17,11 +18,11 @@ import sys
 import tempfile
 import time
 
+from qs_support import captures, certs, chromium, path_modes, quicstepd
+from qs_support import lab as lab_helpers
+from qs_support.procs import Procs
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests", "quicstepd"))
-import qsd_helpers as h  # noqa: E402  (process, capture and inspect helpers)
-from qsd_helpers import lab_helpers  # noqa: E402
-from qslab_lib import path_modes, peers  # noqa: E402  (importable once lab_helpers is)
 
 SITES = ("open.test", "blocked.test")
 PAGE_TEXT = "QUICstep demo page"
@@ -45,7 +46,7 @@ class Demo:
         self.args = args
         self.work = tempfile.mkdtemp(prefix="quicstep-demo-")
         os.chmod(self.work, 0o755)
-        self.procs = h.Procs()
+        self.procs = Procs()
         self.rows = []
 
     def up(self):
@@ -74,7 +75,7 @@ class Demo:
                     "x.overrideMimeType('text/plain; charset=x-user-defined'); x.send();"
                     "document.write('<p>file bytes: ' + x.responseText.length + '</p>');"
                     "</script></body></html>\n")
-        key, cert, self.spki = peers.make_certificate(self.work)
+        key, cert, self.spki = certs.make_certificate(self.work)
         for srv in {s["netns"] for s in self.lab["servers"]}:
             p = self.procs.start(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
                                        key, cert], os.path.join(self.work, f"gtlsserver-{srv}.log"))
@@ -109,7 +110,7 @@ class Demo:
         """chromium-headless-shell, forced onto QUIC, loads a page whose script fetches the file;
         success when the page and all of the file's bytes arrived."""
         profile = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
-        argv = peers.chromium_command(profile, self.spki, f"https://{site}/index.html",
+        argv = chromium.command(profile, self.spki, f"https://{site}/index.html",
                                       self.args.timeout,
                                       ["--enable-quic", f"--origin-to-force-quic-on={site}:443"])
         t0 = time.time()
@@ -121,7 +122,7 @@ class Demo:
         return PAGE_TEXT in res.stdout and whole in res.stdout, took
 
     def run_path(self, path):
-        with path_modes.PathModes(self.lab, h, self.procs, self.work).using(path) as modes:
+        with path_modes.PathModes(self.lab, self.procs, self.work).using(path) as modes:
             if path == "QUICstep":
                 st = modes.quicstepd_status()
                 why = st.get("routed_unavailable")
@@ -130,13 +131,13 @@ class Demo:
                     + f", {st['channel']['addressing']} addressing")
             for client, site in [(c, s) for c in CLIENTS for s in SITES]:
                 pcap = os.path.join(self.work, f"censor-{len(self.rows)}.pcap")
-                cap = h.start_capture(self.procs, self.censor_ns, self.censor_if, pcap)
+                cap = captures.start(self.procs, self.censor_ns, self.censor_if, pcap)
                 before = wg_bytes(self.lab)
                 ok, took = self.fetch(client, site)
                 channel = wg_bytes(self.lab) - before
                 time.sleep(1.0)
                 self.procs.stop(cap)
-                seen = h.inspect(pcap)
+                seen = captures.inspect(pcap)
                 # The censor also carries the WireGuard tunnel (opaque UDP to the provider):
                 # "native" counts only the rest.
                 native = sum(p["ip_len"] for p in seen if p.get("proto") in ("udp", "tcp")
@@ -172,7 +173,7 @@ class Demo:
             subprocess.run([CENSOR_START, "stop"], capture_output=True, timeout=60)
         # The mode's config names the guard's pins (the lab's bpffs), which --cleanup removes.
         config = os.path.join(self.work, "quicstepd.toml")
-        subprocess.run(["ip", "netns", "exec", "qs-client", h.QSD, "--cleanup",
+        subprocess.run(["ip", "netns", "exec", "qs-client", quicstepd.daemon(), "--cleanup",
                         *(["--config", config] if os.path.exists(config) else [])],
                        capture_output=True, timeout=30)
         lab_helpers.qslab("down", check=False, timeout=120)

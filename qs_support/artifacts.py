@@ -35,14 +35,20 @@ def finish(path, failed):
 
 
 class KeepOnFailure:
-    """A unittest.TestCase mixin that remembers whether any test of its class failed:
-    `cls.any_failed`, read by tearDownClass (finish(cls.work, cls.any_failed))."""
+    """A unittest.TestCase mixin that remembers whether a test of its class failed:
+    `cls.any_failed` (for tearDownClass: finish(cls.work, cls.any_failed)), and
+    `self.this_failed()` (for tearDown: the test that is ending)."""
 
     any_failed = False
 
     def run(self, result=None):
-        before = len(result.failures) + len(result.errors) if result else 0
+        self._qs_result = result
+        self._qs_before = len(result.failures) + len(result.errors) if result else 0
         out = super().run(result)
-        if result is not None and len(result.failures) + len(result.errors) > before:
+        if self.this_failed():
             type(self).any_failed = True
         return out
+
+    def this_failed(self):
+        result = getattr(self, "_qs_result", None)
+        return result is not None and len(result.failures) + len(result.errors) > self._qs_before

@@ -2,7 +2,7 @@
 # The main job: installs what is missing, builds (release), brings up the lab, and fetches
 # open.test and blocked.test natively, through a full VPN and through quicstepd, with the
 # censor on; prints the table and brings everything down. Options go to lab/demo.py
-# (--help lists them).
+# (`scripts/demo.sh --help` lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,5 @@ if ! cmake --build build/release -j "$(nproc)" >build/release-build.log 2>&1; th
   echo "demo: build failed (whole log: build/release-build.log)" >&2
   exit 1
 fi
-export QSD_BIN=$PWD/build/release/client/quicstepd QSD_CTL=$PWD/build/release/client/quicstepctl \
-  QS_INSPECT=$PWD/build/release/measurement/quicstep-inspect QSLAB_DELAY_LINE=$PWD/build/release/lab/qs_delay_line
-exec python3 lab/demo.py "$@"
+export QS_BUILD=$PWD/build/release
+exec python3 -m lab.demo "$@"

@@ -50,7 +50,7 @@ def path(name):
 def find_censord():
     if os.environ.get("CENSORD"):
         return os.environ["CENSORD"]
-    for build in ("h-censor-rel", "release", "lead", "h-censor"):
+    for build in ("release", "asan"):
         p = os.path.join(REPO, "build", build, "lab", "censor", "censord")
         if os.path.exists(p):
             return p

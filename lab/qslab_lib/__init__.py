@@ -10,7 +10,9 @@ in network namespaces on one machine. One concept per module:
   profiles.py   named link profiles (lab/profiles.toml)
   state.py      the state dir (/run/qslab): pid files, lab.json
   lab.py        up / down / status: the steps in order, with cleanup on failure
-  peers.py      real peers: certificates for the lab names, chromium command lines
   path_modes.py native / full VPN / QUICstep: switching the client between them
-  throwaway.py  throwaway namespace pairs of lab tests and benchmarks outside the shared lab
+
+What the lab's tests and tools share beyond the lab itself (certificates, Chromium's command
+line, processes, captures, throwaway namespace pairs) is in qs_support/ at the repository's
+root.
 """

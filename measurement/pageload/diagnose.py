@@ -15,7 +15,7 @@ one clock: the captures' timestamps and Navigation Timing's timeOrigin):
   data_ms           first -> last server packet carrying the page on the path that carried
                     most of it (throughput after the move vs native: congestion state)
 
-  measurement/pageload/diagnose.py --profile london-ohio --channel-rate 5 --page 1MB \
+  python3 -m measurement.pageload.diagnose --profile london-ohio --channel-rate 5 --page 1MB \
       --rounds 3 --out measurement/pageload/results
 (root; takes the lab lock /run/qs-helper-lab.lock unless --no-lock)."""
 import argparse
@@ -25,10 +25,10 @@ import statistics
 import sys
 import time
 
+from measurement.pageload import harness
+from qs_support import captures
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import harness  # noqa: E402
-from harness import h  # noqa: E402
 
 FIELDS = ["profile", "channel_rate_mbit", "page", "mode", "round", "ttfb_ms", "plt_ms",
           "hs_channel_ms", "first_native_out_ms", "first_native_in_ms", "response_start_ms",
@@ -99,12 +99,12 @@ def main():
                         caps = []
                         for iface in (native_if, wg_if):
                             path = os.path.join(batch.work, f"diag-{r}-{mode[0]}-{page}-{iface}.pcap")
-                            caps.append((path, h.start_capture(batch.procs, ns, iface, path)))
+                            caps.append((path, captures.start(batch.procs, ns, iface, path)))
                         row = batch.load(r, mode, page, base)
                         time.sleep(0.5)
                         for _, p in caps:
                             batch.procs.stop(p)
-                        native_pkts, channel_pkts = (h.inspect(path) for path, _ in caps)
+                        native_pkts, channel_pkts = (captures.inspect(path) for path, _ in caps)
                         for path, _ in caps:
                             os.remove(path)
                         t = timeline(native_pkts, channel_pkts, batch.last_timing, servers)

@@ -1,6 +1,6 @@
 """One batch of page loads on the shared lab: bring it up with a link profile (and channel
 rate), serve the pages over HTTP/3 with gtlsserver from the server namespaces, then for each
-round and each mode (native, full VPN, QUICstep, switched by lab/qslab_lib/path_modes.py;
+round and each mode (native, full VPN, QUICstep, switched by qs_support/path_modes.py;
 the order rotates every round) load every page with a fresh chromium-headless-shell driven
 over the DevTools protocol, and record Navigation Timing, the protocol Chromium used, the
 bytes through the provider (one capture of the WireGuard endpoint at the provider, split by
@@ -12,22 +12,16 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tests", "quicstepd"))
-sys.path.insert(0, HERE)
-import qsd_helpers as h  # noqa: E402  (quicstepd, Procs, captures)
-from qsd_helpers import lab_helpers  # noqa: E402
-from qslab_lib import path_modes, peers  # noqa: E402
-import cdp  # noqa: E402
-import pages  # noqa: E402
+from measurement.pageload import cdp, pages
+from qs_support import captures, certs, chromium, path_modes, quicstepd
+from qs_support import lab as qslab_lab
+from qs_support.procs import Procs
 
 MODES = path_modes.MODES
-# A variant: (label in the CSV, mode of lab/qslab_lib/path_modes.py, quicstepd config extra).
+# A variant: (label in the CSV, mode of qs_support/path_modes.py, quicstepd config extra).
 DEFAULT_VARIANTS = [(m, m, "") for m in MODES]
 # quicstepd holding a flow's short headers on the channel for 100 ms after the first one
 # (about one RTT of london-ohio): the server has the client's Finished before the move.
@@ -53,14 +47,14 @@ def start_provider_capture(procs, lab, path):
     p = procs.start(prov["netns"], ["tcpdump", "-i", prov["uplink_interface"], "-w", path, "-n",
                                     "-s", "96", "-B", "65536", "udp", "port",
                                     str(prov["listen_port"])], path + ".log")
-    if h.capture_started(path):
+    if captures.started(path):
         return p
     raise RuntimeError("tcpdump at the provider did not start")
 
 
 def pcap_packets(path):
     """(timestamp, IP length) of every packet of a classic pcap file."""
-    link = h.link_header_len(path)
+    link = captures.link_header_len(path)
     out = []
     with open(path, "rb") as f:
         hdr = f.read(24)
@@ -83,7 +77,7 @@ class Batch:
         self.page_names, self.rounds, self.timeout = page_names, rounds, timeout
         self.work = tempfile.mkdtemp(prefix="quicstep-pageload-", dir=work)
         os.chmod(self.work, 0o755)
-        self.procs = h.Procs()
+        self.procs = Procs()
         self.rows = []
         self.variants = variants or DEFAULT_VARIANTS
 
@@ -93,12 +87,12 @@ class Batch:
         if self.rate is not None:
             args += ["--channel-rate", str(self.rate)]
         log(f"lab {' '.join(args)}")
-        lab_helpers.qslab(*args, timeout=240)
-        self.lab = lab_helpers.status()
+        qslab_lab.qslab(*args, timeout=240)
+        self.lab = qslab_lab.status()
         self.ns = self.lab["client"]["netns"]
         htdocs = os.path.join(self.work, "htdocs")
         self.catalogue = pages.write(htdocs)
-        key, cert, self.spki = peers.make_certificate(self.work)
+        key, cert, self.spki = certs.make_certificate(self.work)
         for srv in sorted({s["netns"] for s in self.lab["servers"]}):
             p = self.procs.start(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
                                        key, cert], os.path.join(self.work, f"gtlsserver-{srv}.log"))
@@ -107,17 +101,17 @@ class Batch:
                 raise RuntimeError(f"gtlsserver did not start in {srv}")
         self.pcap = os.path.join(self.work, "provider.pcap")
         self.capture = start_provider_capture(self.procs, self.lab, self.pcap)
-        self.modes = {label: path_modes.PathModes(self.lab, h, self.procs, self.work, extra)
+        self.modes = {label: path_modes.PathModes(self.lab, self.procs, self.work, extra)
                       for label, _, extra in self.variants}
 
     def down(self):
         self.procs.stop_all()
         # The mode's config names the guard's pins (the lab's bpffs), which --cleanup removes.
         config = os.path.join(self.work, "quicstepd.toml")
-        subprocess.run(["ip", "netns", "exec", "qs-client", h.QSD, "--cleanup",
+        subprocess.run(["ip", "netns", "exec", "qs-client", quicstepd.daemon(), "--cleanup",
                         *(["--config", config] if os.path.exists(config) else [])],
                        capture_output=True, timeout=30)
-        lab_helpers.qslab("down", check=False, timeout=120)
+        qslab_lab.qslab("down", check=False, timeout=120)
         shutil.rmtree(self.work, ignore_errors=True)
 
     def qsd_status(self, label):
@@ -138,7 +132,7 @@ class Batch:
         flags = ["--enable-quic", f"--origin-to-force-quic-on={origins}",
                  f"--ignore-certificate-errors-spki-list={self.spki}"]
         t0 = time.time()
-        browser = cdp.Browser(["ip", "netns", "exec", self.ns], peers.chromium_binary(), home,
+        browser = cdp.Browser(["ip", "netns", "exec", self.ns], chromium.binary(), home,
                               flags, os.path.join(home, "chromium.log"))
         try:
             timing, responses = cdp.load_page(browser, f"https://{pages.HOSTS[0]}/{path}",

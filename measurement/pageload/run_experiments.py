@@ -18,7 +18,7 @@ Rows go to OUT/rounds.csv (appended, so an interrupted run can be continued with
 --skip-done); at the end the report (OUT/REPORT.md) and plots (OUT/*.png) are written from
 the CSV. `--report-only` rewrites them from an existing CSV.
 
-  measurement/pageload/run_experiments.py --out measurement/pageload/results
+  python3 -m measurement.pageload.run_experiments --out measurement/pageload/results
 """
 import argparse
 import csv
@@ -29,7 +29,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))
 
 LOCK = "/run/qs-helper-lab.lock"
 RATES = (1, 5, 10, 0)
@@ -54,11 +54,11 @@ def plan(args):
         for p in TABLE3_PROFILES:
             out.append(("table3", p, None, ["1MB", "many"], args.rounds, None))
     if "hold" in args.experiments:
-        import harness
+        from measurement.pageload import harness
         out.append(("hold", args.table5_profile, 5, sizes + ["many"], args.rounds,
                     harness.DEFAULT_VARIANTS + [harness.HOLD_VARIANT]))
     if "paths" in args.experiments:
-        import harness
+        from measurement.pageload import harness
         out.append(("paths", args.table5_profile, 5, sizes + ["many"], args.rounds,
                     [v for v in harness.DEFAULT_VARIANTS if v[0] != "full VPN"]
                     + [harness.QUEUE_PATH_VARIANT]))
@@ -91,7 +91,7 @@ def main():
     if not args.report_only:
         if os.geteuid() != 0:
             sys.exit("run_experiments: run as root (network namespaces)")
-        import harness
+        from measurement.pageload import harness
         done = done_batches(csv_path) if args.skip_done else set()
         for exp, profile, rate, page_names, rounds, variants in plan(args):
             key = (exp, profile, "" if rate is None else str(rate))
@@ -116,13 +116,14 @@ def main():
             harness.append_csv(csv_path, rows)
             harness.log(f"batch {key} done in {time.time() - t0:.0f} s")
     try:
-        import report
+        from measurement.pageload import report
     except ImportError as e:  # an interpreter without Debian's python3-matplotlib
         if sys.executable == "/usr/bin/python3":
             raise
         print(f"run_experiments: {e}; writing the report with /usr/bin/python3", flush=True)
-        return subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "--out", args.out,
-                               "--report-only"]).returncode
+        return subprocess.run(["/usr/bin/python3", "-m", "measurement.pageload.run_experiments",
+                               "--out", os.path.abspath(args.out),
+                               "--report-only"], cwd=REPO).returncode
     report.write(csv_path, args.out)
     print(f"report: {os.path.join(args.out, 'REPORT.md')}")
 

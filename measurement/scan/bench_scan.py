@@ -35,11 +35,11 @@ import sys
 import tempfile
 import time
 
+from measurement.scan import lab_population as lp
+from measurement.scan.scanlib import records
+from measurement.scan.scanlib.classes import classify
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import lab_population as lp  # noqa: E402
-from scanlib import records  # noqa: E402
-from scanlib.classes import classify  # noqa: E402
 
 
 def quic_groups(with_gtlsserver: bool):

@@ -138,9 +138,7 @@ def domains(scale: float = 1.0, counts: Optional[Dict[str, int]] = None) -> List
     return out
 
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "lab"))
-from qslab_lib.throwaway import sh, netns, remove_namespaces  # noqa: E402
+from qs_support.netns import sh, netns, remove_namespaces  # noqa: E402  (after the tables)
 
 
 def down():

@@ -15,26 +15,28 @@ veth receive work that their sends trigger, and the gate (gate mode). The gate t
 shares its core with the generator: the per-core figures use the CPU each component really
 used (/proc/<pid>/stat over the measurement window) as well as nominal cores.
 
-  server_testbed/bench/flood_bench.py --build build/release --out /tmp/flood   # ~6 min
-  server_testbed/bench/flood_bench.py --build build/release --quick            # ~1 min
+From the repository's root:
+
+  python3 -m server_testbed.bench.flood_bench --build build/release --out /tmp/flood   # ~6 min
+  python3 -m server_testbed.bench.flood_bench --build build/release --quick            # ~1 min
 
 Writes flood_quic.csv, flood_tcp.csv, flood_quic.png, flood_tcp.png and flood_report.md in
 --out; prints the report. Root; throwaway namespaces qs-fld-s / qs-fld-c (flood_env.py).
 """
 import argparse
 import csv
-import glob
 import json
 import math
 import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import flood_env as env  # noqa: E402
+from qs_support import binaries as qs_binaries
+from qs_support.stats import median, percentile as _percentile
+from server_testbed.bench import flood_env as env
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PROBE = os.path.join(HERE, "..", "tcp", "https_probe.py")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROBE = "server_testbed.tcp.https_probe"  # run as a module from the repository's root
 QUIC_MODES = ("noretry", "retry", "gate", "gate-cpu1")
 # Measured only when listed in --modes: the gate on the worker's core sending its Retries
 # by AF_PACKET (quicstep-gate --tx packet; README "Retry gate" -> capacity).
@@ -73,26 +75,19 @@ def backend_wscale(ns):
 
 
 def percentile(values, p):
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p * (len(values) - 1) + 0.5))]
-
+    return _percentile(values, p)
 
 def binaries(build, gate_override):
-    b = {"server": os.path.join(build, "server_testbed", "quicstep-server"),
-         "load": os.path.join(build, "server_testbed", "quicstep-load"),
-         "flood": os.path.join(build, "server_testbed", "flood", "quicstep-flood"),
-         "https": os.path.join(build, "server_testbed", "tcp", "quicstep-https")}
-    for name, path in b.items():
-        if not os.access(path, os.X_OK):
-            sys.exit(f"flood_bench: {name}: no executable at {path} (build it first)")
-    gate = gate_override or next(iter(glob.glob(os.path.join(build, "server_testbed", "**",
-                                                             "quicstep-gate"),
-                                                recursive=True)), None)
+    b = {}
+    for key, name in (("server", "quicstep-server"), ("load", "quicstep-load"),
+                      ("flood", "quicstep-flood"), ("https", "quicstep-https")):
+        try:
+            b[key] = qs_binaries.path(name, build=build)
+        except FileNotFoundError as e:
+            sys.exit(f"flood_bench: {key}: {e}")
+    gate = gate_override or qs_binaries.path("quicstep-gate", required=False, build=build)
     b["gate"] = gate if gate and os.access(gate, os.X_OK) else None
     return b
-
 
 def sum_workers(stats, key):
     return sum(w.get(key, 0) for w in stats.get("workers", [])) if stats else 0
@@ -263,11 +258,11 @@ def tcp_point(args, bins, work, cert, key, mode, rate):
         for p in (https, flood):
             if p:
                 p.mark()
-        probe = env.Proc(env.NS_C, "1", ["python3", PROBE, "--server", env.S4, "--rate",
-                                         str(args.legit_rate), "--requests",
+        probe = env.Proc(env.NS_C, "1", [sys.executable, "-m", PROBE, "--server", env.S4,
+                                         "--rate", str(args.legit_rate), "--requests",
                                          str(max(1, int(args.legit_rate * window))),
                                          "--timeout", "3"], os.path.join(point, "probe.log"),
-                         nice=DEFENDER_NICE)
+                         nice=DEFENDER_NICE, cwd=REPO)
         time.sleep(window)
         cpu = {n: (p.cpu_share() if p else 0.0) for n, p in (("https", https), ("flood", flood))}
         probe.proc.wait(timeout=window + 20)
@@ -476,13 +471,6 @@ def capacity_point(args, bins, work, cert, key, mode, quota):
             "throttled_share": round((thr1[1] - thr0[1]) / periods, 3) if periods else 0.0,
             "per_core_by_quota": round(nft_rate / cg.share, 0),
             "per_core_by_cpu": round(nft_rate / max(defender_cpu, 1e-3), 0)}
-
-
-def median(values):
-    values = sorted(values)
-    n = len(values)
-    return float("nan") if n == 0 else (values[n // 2] if n % 2 else
-                                        (values[n // 2 - 1] + values[n // 2]) / 2)
 
 
 def capacity_report(rows, args):
@@ -765,7 +753,7 @@ def ensure_matplotlib():
     except ImportError:
         system = "/usr/bin/python3"
         if os.path.realpath(sys.executable) != os.path.realpath(system) and os.access(system, os.X_OK):
-            os.execv(system, [system, os.path.abspath(__file__), *sys.argv[1:]])
+            os.execv(system, [system, "-m", "server_testbed.bench.flood_bench", *sys.argv[1:]])
 
 
 def main():

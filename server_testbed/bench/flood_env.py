@@ -13,20 +13,17 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab"))
-from qslab_lib.throwaway import sh, netns, remove_namespaces, create_veth_pair  # noqa: E402,F401
+from qs_support import artifacts, certs, procs
+from qs_support.netns import sh, netns, remove_namespaces, create_veth_pair  # noqa: F401
+from qs_support.procs import cpu_seconds, wait_file, wait_text  # noqa: F401
 
 NS_S, NS_C = "qs-fld-s", "qs-fld-c"
 IF_S, IF_C = "qsfl-s", "qsfl-c"
 S4, S6 = "198.18.230.10", "2001:db8:230::10"
 C4, C6 = "198.18.230.2", "2001:db8:230::2"
 SPOOF4, SPOOF6 = "198.18.232.0/22", "2001:db8:232::/64"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def down():
@@ -55,94 +52,47 @@ def up():
 
 
 def make_cert(workdir):
-    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
-    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-       "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
-       "-addext", "subjectAltName=DNS:localhost")
+    """A throwaway certificate for localhost: returns (cert, key)."""
+    key, cert, _ = certs.make_certificate(workdir, names=("localhost",))
     return cert, key
 
 
-def cpu_seconds(pid):
-    """utime + stime of a process (all its threads), from /proc/<pid>/stat; None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 class Proc:
-    """A long-running process in a namespace, pinned with taskset; ended by PID."""
+    """A long-running process in a namespace, pinned with taskset, its stdout kept for its
+    final counters; ended by PID (qs_support/procs.py). mark() and cpu_share() measure the
+    share of a core it used in between."""
 
-    def __init__(self, ns, cpus, cmd, log_path, nice=0):
-        self.log = open(log_path, "w")
-        prefix = ["nice", "-n", str(nice)] if nice else []
-        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "taskset", "-c", cpus, *prefix,
-                                      *cmd],
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.cpu0, self.t0 = None, None
+    def __init__(self, ns, cpus, cmd, log_path, nice=0, cwd=None):
+        self.proc = procs.start(ns, cmd, log_path, cpus=cpus, nice=nice, capture_stdout=True,
+                                new_session=False, cwd=cwd)
+        self.meter = procs.CpuMeter(self.proc.pid)
 
     @property
     def pid(self):
-        return self.proc.pid  # ip netns exec, taskset and nice exec: the PID is the program's
+        return self.proc.pid
 
     def alive(self):
         return self.proc.poll() is None
 
+    def poll(self):
+        return self.proc.poll()
+
     def mark(self):
-        self.cpu0, self.t0 = cpu_seconds(self.pid), time.monotonic()
+        self.meter.mark()
 
     def cpu_share(self):
         """Share of one core used since mark() (1.0 = a whole core)."""
-        now = cpu_seconds(self.pid)
-        if now is None or self.cpu0 is None:
-            return float("nan")
-        return (now - self.cpu0) / max(1e-6, time.monotonic() - self.t0)
+        return self.meter.share()
 
     def stop(self, timeout=10):
         """SIGINT, wait; returns (exit code, stdout). Kills it if it does not stop."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, _ = self.proc.communicate()
-        self.log.close()
-        return self.proc.returncode, out or ""
-
-
-def wait_text(path, text, proc, seconds=15):
-    """Waits until the file at `path` contains `text` (a log line); False if proc exits."""
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            with open(path) as f:
-                if text in f.read():
-                    return True
-        except OSError:
-            pass
-        if not proc.alive():
-            return False
-        time.sleep(0.05)
-    return False
+        code = procs.stop(self.proc, signal.SIGINT, timeout)
+        return code, self.proc.output or ""
 
 
 def last_json(text):
     lines = [l for l in text.splitlines() if l.startswith("{")]
     return json.loads(lines[-1]) if lines else None
-
-
-def wait_file(path, proc, seconds=5):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if os.path.exists(path):
-            return True
-        if not proc.alive():
-            return False
-        time.sleep(0.05)
-    return False
 
 
 def quota_period_us(share, period_us=10000):
@@ -236,7 +186,8 @@ class CpuQuota:
 
 
 def tempdir():
-    return tempfile.mkdtemp(prefix="qs-fld-")
+    """A work directory (under QS_TEST_ARTIFACTS when a test runs: qs_support/artifacts.py)."""
+    return artifacts.work_dir("qs-fld-")
 
 
 def rmtree(path):

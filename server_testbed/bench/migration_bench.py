@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Concurrent migration benchmark: quicstep-load against quicstep-server with and without
-SK_REUSEPORT steering, side by side in one run, in the throwaway namespaces of
-tests/server_testbed (root).
+SK_REUSEPORT steering, side by side in one run, in the throwaway namespaces of srvt_env.py
+(root). From the repository's root:
 
-  server_testbed/bench/migration_bench.py --server BUILD/server_testbed/quicstep-server \
+  python3 -m server_testbed.bench.migration_bench --server BUILD/server_testbed/quicstep-server \
       --load BUILD/server_testbed/quicstep-load --delay-line BUILD/lab/qs_delay_line \
       --connections 10000 --rtt-ms 20
 
@@ -36,17 +36,13 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "server_testbed"))
 os.environ.setdefault("QS_SRVT_NS", "qs-srvb")  # its own pair: lab tests may run meanwhile
-import srvt_env as env  # noqa: E402
+from server_testbed.bench import srvt_env as env  # noqa: E402  (reads QS_SRVT_NS)
+from qs_support.stats import percentile as _percentile  # noqa: E402
 
 
 def percentile(values, p):
-    if not values:
-        return -1
-    v = sorted(values)
-    return v[min(len(v) - 1, int(p * (len(v) - 1) + 0.5))]
-
+    return _percentile(values, p, empty=-1)
 
 def udp_counters(ns):
     """The namespace's UDP counters (/proc/net/snmp): {name: value}."""

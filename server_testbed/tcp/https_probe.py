@@ -5,7 +5,8 @@ the whole body arrives within --timeout seconds. Prints one JSON line: counts an
 percentiles (connect to last byte, successes only). Test tool: the certificate is not
 verified.
 
-  https_probe.py --server 198.18.230.10 --port 443 --rate 50 --requests 150 --size 1000
+  python3 -m server_testbed.tcp.https_probe --server 198.18.230.10 --port 443 --rate 50 \
+      --requests 150 --size 1000        (from the repository's root)
 """
 import argparse
 import asyncio
@@ -13,12 +14,11 @@ import json
 import ssl
 import time
 
+from qs_support.stats import percentile as _percentile
+
 
 def percentile(values, p):
-    if not values:
-        return -1.0
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p * (len(values) - 1) + 0.5))]
+    return _percentile(values, p, empty=-1.0)
 
 
 async def one(host, port, size, timeout, ctx, results):

@@ -3,92 +3,28 @@ clients in the client namespace, captures. Processes are tracked and ended by PI
 import os
 import signal
 import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
-sys.path.insert(0, os.path.join(REPO, "lab", "censor"))
-import lab_helpers  # noqa: E402,F401  (qslab, status, in_host, require_root)
-import censor_lab  # noqa: E402,F401
+from lab.censor import censor_lab  # noqa: F401
+from qs_support import artifacts, binaries, certs, chromium, procs
+from qs_support.lab import wait_idle as wait_lab_idle  # noqa: F401
+from tests.lab import lab_helpers  # noqa: F401  (qslab, status, in_host, require_root)
 
-LAB_DAEMONS = {"wireguard-go", "dnsmasq", "qs_delay_line"}
-WORK = "/tmp/qs-censor-test"
+# censor_lab (lab/censor/censorctl's library) runs the censord of the build under test.
+os.environ.setdefault("CENSORD", binaries.path("censord"))
+# The tests' work directories: kept when a test fails (qs_support/artifacts.py).
+WORK = os.path.join(artifacts.root() or "/tmp", "qs-censor-test")
 BIG_SIZE = 5 * 1000 * 1000  # htdocs/big.bin: long enough to run on the native path
 
 
-def _cmdline(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
-    except OSError:
-        return []
-
-
-def lab_busy():
-    """Why the shared lab is in use by someone else, or "" when it is idle: another lab test
-    (by its command line), or any process other than the lab's own daemons inside the lab's
-    namespaces (another engineer's daemon or benchmark)."""
-    mine = lab_helpers.ancestors()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) in mine:
-            continue
-        cmd = " ".join(_cmdline(pid))
-        if ("unittest" in cmd and ("test_lab" in cmd or "test_quicstepd" in cmd)) or \
-                "make_captures.sh" in cmd or "lab/demo.py" in cmd:
-            return f"pid {pid}: {cmd[:120]}"
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-    for ns in (n for n in names if n.startswith("qs-")):
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-        for pid in pids:
-            argv = _cmdline(pid)
-            if argv and os.path.basename(argv[0]) not in LAB_DAEMONS:
-                return f"{ns}: pid {pid}: {' '.join(argv)[:120]}"
-    return ""
-
-
-def wait_lab_idle(timeout=900):
-    deadline = time.time() + timeout
-    why = lab_busy()
-    if why:
-        print(f"waiting for the lab: {why}", file=sys.stderr, flush=True)
-    while why and time.time() < deadline:
-        time.sleep(3)
-        why = lab_busy()
-    if why:
-        raise AssertionError(f"the lab stayed busy: {why}")
-
-
-class Procs:
+class Procs(procs.Procs):
     """Background processes in namespaces, ended by PID (SIGTERM, then SIGKILL)."""
 
-    def __init__(self):
-        self.procs = []
-
-    def start(self, netns, argv, log_path, **kw):
-        with open(log_path, "w") as log:
-            p = subprocess.Popen(["ip", "netns", "exec", netns, *argv], stdout=log,
-                                 stderr=subprocess.STDOUT, start_new_session=True, **kw)
-        self.procs.append(p)
-        return p
-
     def stop(self, p, sig=signal.SIGTERM, timeout=5):
-        if p.poll() is None:
-            try:
-                os.kill(p.pid, sig)
-                p.wait(timeout)
-            except ProcessLookupError:
-                pass
-            except subprocess.TimeoutExpired:
-                os.kill(p.pid, signal.SIGKILL)
-                p.wait(5)
-        if p in self.procs:
-            self.procs.remove(p)
+        return super().stop(p, sig, timeout)
 
-    def stop_all(self):
-        for p in list(reversed(self.procs)):
-            self.stop(p)
+    def stop_all(self, sig=signal.SIGTERM):
+        super().stop_all(sig)
 
 
 def wait_listening(netns, proto, port, proc, timeout=10):
@@ -113,7 +49,7 @@ def make_site(workdir):
         f.write("<html><body><p>censor test page</p></body></html>\n")
     with open(os.path.join(htdocs, "big.bin"), "wb") as f:
         f.write(os.urandom(BIG_SIZE))
-    key, cert, spki = lab_helpers.peers.make_certificate(workdir)
+    key, cert, spki = certs.make_certificate(workdir)
     return htdocs, key, cert, spki
 
 
@@ -122,7 +58,7 @@ def chromium_fetch(workdir, name, url, spki, flags, timeout=20):
     home = os.path.join(workdir, f"chrome-{name}")
     os.makedirs(home, exist_ok=True)
     argv = ["ip", "netns", "exec", "qs-client",
-            *lab_helpers.peers.chromium_command(home, spki, url, timeout, flags)]
+            *chromium.command(home, spki, url, timeout, flags)]
     t0 = time.time()
     res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 10)
     return "censor test page" in res.stdout, time.time() - t0, res.stdout

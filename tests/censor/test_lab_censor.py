@@ -11,7 +11,8 @@ import subprocess
 import time
 import unittest
 
-from censor_helpers import (Procs, WORK, censor_lab, chromium_fetch, curl_fetch, dig,
+from qs_support import artifacts
+from tests.censor.censor_helpers import (Procs, WORK, censor_lab, chromium_fetch, curl_fetch, dig,
                             gtlsclient_fetch, lab_helpers, make_site, wait_lab_idle, wait_listening)
 
 CLIENT_NS, SRV_NS = "qs-client", "qs-srv1"
@@ -21,7 +22,7 @@ def rules_of(name):
     return [d for d in censor_lab.decisions() if d["rule"] == name]
 
 
-class CensorLab(unittest.TestCase):
+class CensorLab(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         lab_helpers.require_root(cls)
@@ -37,8 +38,7 @@ class CensorLab(unittest.TestCase):
             cls.quic = cls.procs.start(SRV_NS, ["gtlsserver", "--quiet", f"--htdocs={cls.htdocs}", "*", "443",
                                                 key, cert], os.path.join(WORK, "gtlsserver.log"))
             cls.tls = cls.procs.start(SRV_NS, ["openssl", "s_server", "-accept", "443", "-cert", cert, "-key",
-                                               key, "-www", "-quiet"], os.path.join(WORK, "s_server.log"),
-                                      stdin=subprocess.DEVNULL)
+                                               key, "-www", "-quiet"], os.path.join(WORK, "s_server.log"))
             wait_listening(SRV_NS, "u", 443, cls.quic)
             wait_listening(SRV_NS, "t", 443, cls.tls)
         except BaseException:
@@ -49,7 +49,8 @@ class CensorLab(unittest.TestCase):
     def tearDownClass(cls):
         censor_lab.stop()
         cls.procs.stop_all()
-        lab_helpers.qslab("down", check=False, timeout=120)
+        lab_helpers.down(cls.any_failed)
+        artifacts.finish(WORK, cls.any_failed)
 
     def tearDown(self):
         rc = censor_lab.stop()

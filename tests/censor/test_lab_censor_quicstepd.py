@@ -9,21 +9,21 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 import unittest
 
-from censor_helpers import (BIG_SIZE, Procs, WORK, censor_lab, chromium_fetch, curl_fetch,
-                            gtlsclient_fetch, lab_helpers, make_site, wait_lab_idle, wait_listening)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "quicstepd"))
-import qsd_helpers as qsd  # noqa: E402  (quicstepd binary, config, control socket)
+from qs_support import artifacts
+from tests.censor.censor_helpers import (BIG_SIZE, Procs, WORK, censor_lab, chromium_fetch,
+                                         curl_fetch, gtlsclient_fetch, lab_helpers, make_site,
+                                         wait_lab_idle, wait_listening)
+from tests.quicstepd import qsd_helpers as qsd  # quicstepd binary, config, control socket
 
 FETCHES = int(os.environ.get("CENSOR_FETCHES", "50"))
 CHROME_FETCHES = int(os.environ.get("CENSOR_CHROME_FETCHES", str(FETCHES)))
 WORKDIR = WORK + "-qsd"
 
 
-class CensorQuicstepd(unittest.TestCase):
+class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         lab_helpers.require_root(cls)
@@ -44,7 +44,7 @@ class CensorQuicstepd(unittest.TestCase):
                                                    key, cert], os.path.join(WORKDIR, "gtlsserver.log"))
             cls.tls = cls.procs.start("qs-srv1", ["openssl", "s_server", "-accept", "443", "-cert", cert,
                                                   "-key", key, "-www", "-quiet"],
-                                      os.path.join(WORKDIR, "s_server.log"), stdin=subprocess.DEVNULL)
+                                      os.path.join(WORKDIR, "s_server.log"))
             wait_listening("qs-srv1", "u", 443, cls.quic)
             wait_listening("qs-srv1", "t", 443, cls.tls)
             cls.sock = os.path.join(WORKDIR, "control.sock")
@@ -59,7 +59,8 @@ class CensorQuicstepd(unittest.TestCase):
         cls.procs.stop_all()
         if hasattr(cls, "config"):
             lab_helpers.in_host(cls.lab, "client", qsd.QSD, "--cleanup", "--config", cls.config, check=False)
-        lab_helpers.qslab("down", check=False, timeout=120)
+        lab_helpers.down(cls.any_failed)
+        artifacts.finish(WORKDIR, cls.any_failed)
 
     def start_daemon(self):
         p = self.procs.start(self.client_ns, [qsd.QSD, "--config", self.config, "--control", self.sock],

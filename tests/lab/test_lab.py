@@ -8,8 +8,9 @@ import subprocess
 import time
 import unittest
 
-from lab_helpers import (in_host, live_lab_processes, ping_rtts, qslab,
-                         require_root, status)
+from qs_support import artifacts, binaries
+from tests.lab.lab_helpers import (down, in_host, live_lab_processes, ping_rtts, qslab,
+                                   require_root, status)
 from qs_support.measure import measured as measure_value
 
 PROFILE = os.environ.get("QSLAB_TEST_PROFILE", "london-ohio")
@@ -17,7 +18,7 @@ TOLERANCE = 0.10   # measured RTT and rate within 10% of the profile
 RTT_FLOOR_MS = 1.0 # below 10 ms: four queue passes and the stack add a fixed ~0.3-0.6 ms
 
 
-class LabTest(unittest.TestCase):
+class LabTest(artifacts.KeepOnFailure, unittest.TestCase):
     lab = None
 
     @classmethod
@@ -32,7 +33,7 @@ class LabTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         if os.geteuid() == 0:
-            qslab("down")
+            down(cls.any_failed)
 
     def setUp(self):
         require_root(self)
@@ -287,8 +288,7 @@ class LabTest(unittest.TestCase):
         """One-way delay of a 1,000 packet/s UDP stream client -> server: the profile's
         half client-server RTT, within 10%."""
         lab = self.lab
-        probe = os.environ.get("QSLAB_OWD_PROBE")
-        self.assertTrue(probe and os.access(probe, os.X_OK), "QSLAB_OWD_PROBE not set")
+        probe = binaries.path("qs_owd_probe")
         srv = lab["servers"][0]
         res = subprocess.run([probe, "--from", lab["client"]["netns"], "--to", srv["netns"],
                               "--dst", srv["v4"], "--rate", "1000", "--count", "2000"],
@@ -335,7 +335,7 @@ class LabTest(unittest.TestCase):
 
 
 
-class LossTest(unittest.TestCase):
+class LossTest(artifacts.KeepOnFailure, unittest.TestCase):
     """Profile `lossy`: 1% loss on the client's ISP link, each direction."""
 
     def setUp(self):
@@ -343,15 +343,14 @@ class LossTest(unittest.TestCase):
 
     def tearDown(self):
         if os.geteuid() == 0:
-            qslab("down")
+            down(self.this_failed())
 
     def test_loss_matches_profile(self):
         qslab("up", "--profile", "lossy")
         lab = status()
         loss = lab["links"]["isp"]["emulation"]["loss"]
         self.assertGreater(loss, 0)
-        probe = os.environ.get("QSLAB_OWD_PROBE")
-        self.assertTrue(probe and os.access(probe, os.X_OK), "QSLAB_OWD_PROBE not set")
+        probe = binaries.path("qs_owd_probe")
         srv = lab["servers"][0]
         n = 5000
         for fam in ("v4", "v6"):

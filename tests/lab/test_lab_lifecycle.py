@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import unittest
 
-from lab_helpers import live_lab_processes, qslab, require_root, status
+from tests.lab.lab_helpers import live_lab_processes, qslab, require_root, status
 
 
 class LifecycleTest(unittest.TestCase):

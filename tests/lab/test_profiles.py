@@ -1,15 +1,11 @@
 """Profile arithmetic and the profile file (no root): every profile loads, its spoke
 delays reproduce its three RTTs, bad profiles are refused with the reason."""
 import os
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "lab"))
-
-from qslab_lib import profiles  # noqa: E402
-from qslab_lib.shell import LabError  # noqa: E402
+from lab.qslab_lib import profiles
+from lab.qslab_lib.shell import LabError
 
 
 def write(text):

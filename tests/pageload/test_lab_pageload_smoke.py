@@ -2,17 +2,12 @@
 Mbit/s), chromium-headless-shell loads a 1 MB page over HTTP/3 natively, through the full
 VPN and through quicstepd for a few alternating rounds (measurement/pageload/harness.py);
 QUICstep must beat the full VPN on page-load time and on bytes through the provider."""
-import os
 import statistics
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "measurement", "pageload"))
-sys.path.insert(0, os.path.join(REPO, "tests", "quicstepd"))
-import qsd_helpers as h  # noqa: E402
-from qsd_helpers import lab_helpers  # noqa: E402
+from measurement.pageload import harness
+from qs_support.lab import wait_idle as wait_lab_idle
+from tests.lab import lab_helpers
 
 ROUNDS = 3
 
@@ -20,8 +15,7 @@ ROUNDS = 3
 class PageLoadSmoke(unittest.TestCase):
     def test_quicstep_beats_full_vpn_at_1mb_5mbit(self):
         lab_helpers.require_root(self)
-        h.wait_lab_idle()
-        import harness
+        wait_lab_idle()
         batch = harness.Batch("smoke", "rate-5mbit", None, ["1MB"], ROUNDS, timeout=60)
         try:
             batch.up()

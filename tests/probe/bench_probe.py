@@ -1,6 +1,6 @@
 """quicstep-probe throughput against quicstep-server in the probe namespaces (root).
 
-usage: bench_probe.py QUICSTEP_PROBE QUICSTEP_SERVER [--domains N] [--runs "threads:concurrency ..."]
+usage: python3 -m tests.probe.bench_probe QUICSTEP_PROBE QUICSTEP_SERVER [--domains N] [--runs "threads:concurrency ..."]
 Every domain resolves (static hosts) to one of the servers; the population mixes them as
 given by --mix (default: all `full`, so every address costs 1 + 2 + 2 + 2 connections with
 three tries stopping at a 2-of-2 majority... see the report). Prints one line per run:
@@ -14,8 +14,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import prb_env as env  # noqa: E402
+from tests.probe import prb_env as env
 
 
 def main():

@@ -7,14 +7,10 @@ Topology:
 Everything is removed by name in down(); processes are ended by PID.
 """
 import os
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab"))
-from qslab_lib.throwaway import sh, netns, remove_namespaces, create_veth_pair  # noqa: E402,F401
+from qs_support import artifacts, certs, procs
+from qs_support.netns import sh, netns, remove_namespaces, create_veth_pair  # noqa: F401
 
 NS_S, NS_C = "qs-prb1-s", "qs-prb1-c"
 IF_S, IF_C = "qsp1-s", "qsp1-c"
@@ -54,44 +50,33 @@ def up():
 
 
 def make_cert(workdir):
-    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
-    names = ",".join(f"DNS:{n},DNS:www.{n}" for n in SERVERS)
-    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-       "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=probe.test",
-       "-addext", f"subjectAltName={names}")
+    """A throwaway certificate for every server name and its www.: returns (cert, key)."""
+    names = [x for n in SERVERS for x in (n, f"www.{n}")]
+    key, cert, _ = certs.make_certificate(workdir, names=names, cn="probe.test")
     return cert, key
 
 
 class Processes:
-    """Server-side processes started in NS_S, stopped by PID."""
+    """Server-side processes started in NS_S (logs as <name>.log in the work directory),
+    stopped together by PID (qs_support/procs.py)."""
 
     def __init__(self, workdir):
         self.workdir = workdir
-        self.procs = []
+        self.procs = procs.Procs()
+        self.names = {}
 
     def start(self, name, *cmd):
-        log = open(os.path.join(self.workdir, f"{name}.log"), "w")
-        p = subprocess.Popen(["ip", "netns", "exec", NS_S, *cmd], stdout=log,
-                             stderr=subprocess.STDOUT)
-        self.procs.append((name, p, log))
+        p = self.procs.start(NS_S, list(cmd), os.path.join(self.workdir, f"{name}.log"))
+        self.names[p] = name
         return p
 
     def check_alive(self):
-        for name, p, _ in self.procs:
+        for p in self.procs.procs:
             if p.poll() is not None:
-                raise RuntimeError(f"{name} exited with {p.returncode}")
+                raise RuntimeError(f"{self.names[p]} exited with {p.returncode}")
 
     def stop(self):
-        for _, p, log in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-        for _, p, log in self.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            log.close()
+        self.procs.stop_all()
 
 
 def start_servers(procs, server_bin, cert, key):
@@ -130,4 +115,5 @@ def static_hosts(workdir):
 
 
 def tempdir():
-    return tempfile.mkdtemp(prefix="qs-prb1-")
+    """A work directory (under QS_TEST_ARTIFACTS when a test runs: qs_support/artifacts.py)."""
+    return artifacts.work_dir("qs-prb1-")

@@ -1,6 +1,7 @@
 """quicstep-probe against servers whose migration behaviour is known (root; own namespaces).
 
-usage: test_lab_probe.py QUICSTEP_PROBE QUICSTEP_SERVER
+Run (from the repository's root; QS_BUILD names the build, default build/release):
+    python3 -m unittest -v tests.probe.test_lab_probe
 Each server in prb_env.SERVERS stands for one behaviour; the labels the prober gives must be
 the documented ones, by majority over three tries, and the same through DNS.
 """
@@ -12,10 +13,10 @@ import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import prb_env as env  # noqa: E402
+from qs_support import artifacts, binaries
+from tests.probe import prb_env as env
 
-PROBE, SERVER = sys.argv[1], sys.argv[2]
+PROBE, SERVER = binaries.path("quicstep-probe"), binaries.path("quicstep-server")
 
 # name -> expected (quic, error, nat_rebinding, port_migration, address_migration)
 EXPECTED = {
@@ -39,7 +40,7 @@ def run_probe(args, targets):
     return p, records
 
 
-class ProbeLabels(unittest.TestCase):
+class ProbeLabels(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.workdir = env.tempdir()
@@ -53,6 +54,7 @@ class ProbeLabels(unittest.TestCase):
     def tearDownClass(cls):
         cls.procs.stop()
         env.down()
+        artifacts.finish(cls.workdir, cls.any_failed)
 
     def check_address(self, name, a, tries):
         quic, error, nat, port, addr = EXPECTED[name]
@@ -203,4 +205,4 @@ class ProbeLabels(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    unittest.main(verbosity=2)

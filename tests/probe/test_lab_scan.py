@@ -23,16 +23,15 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCAN_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), "measurement", "scan")
-sys.path.insert(0, SCAN_DIR)
 
-import lab_population as lp  # noqa: E402
-from scanlib import records  # noqa: E402
-from scanlib.classes import classify  # noqa: E402
-from qs_support import artifacts  # noqa: E402
-from qs_support.measure import measured  # noqa: E402
+from measurement.scan import lab_population as lp
+from measurement.scan.scanlib import records
+from measurement.scan.scanlib.classes import classify
+from qs_support import artifacts, binaries
+from qs_support.measure import measured
 
-PROBE = os.environ.get("QS_PROBE", "")
-SERVER = os.environ.get("QS_SERVER", "")
+PROBE = binaries.path("quicstep-probe", required=False) or ""
+SERVER = binaries.path("quicstep-server", required=False) or ""
 TIMEOUT_MS = os.environ.get("QS_SCAN_TIMEOUT_MS", "2000")
 TRIES = os.environ.get("QS_SCAN_TRIES", "3")
 SCALE = float(os.environ.get("QS_SCAN_SCALE", "1.0"))

@@ -15,13 +15,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 SCAN_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), "measurement", "scan")
 SCAN = os.path.join(SCAN_DIR, "quicstep-scan")
-sys.path.insert(0, SCAN_DIR)
 
-from scanlib import records, reports  # noqa: E402
-from scanlib.classes import classify  # noqa: E402
-from scanlib.ip2asn import Ip2Asn  # noqa: E402
-from scanlib.progress import Progress  # noqa: E402
-from scanlib.targets import BadLine, ListReport, Target, parse_line, parse_shard, read_targets  # noqa: E402
+from measurement.scan.scanlib import records, reports
+from measurement.scan.scanlib.classes import classify
+from measurement.scan.scanlib.ip2asn import Ip2Asn
+from measurement.scan.scanlib.progress import Progress
+from measurement.scan.scanlib.targets import (BadLine, ListReport, Target, parse_line,
+                                              parse_shard, read_targets)
 
 EXPECTED = {  # fixture domain → (class, port migration)
     "full.test": ("quicstep_compatible", True),

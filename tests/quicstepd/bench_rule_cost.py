@@ -27,17 +27,17 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import qsd_helpers as h  # noqa: E402
+from qs_support import binaries
+from tests.quicstepd import qsd_helpers as h
 
 A, B = "qs-rc-a", "qs-rc-b"
 SRC, DST, SPORT = "198.18.250.1", "198.18.250.2", 40000
 SRC6, DST6 = "2001:db8:250::1", "2001:db8:250::2"
 CHANNEL, TUNNEL = "qs-rc-ch", "198.18.251.2"
 PAPER_RULES = os.path.join(h.REPO, "rules", "paper_rules.sh")
-BLASTER = h.find_binary("QS_UDP_BLASTER", "udp_blaster", "tests/quicstepd")
-PRINT_RULESET = h.find_binary("QS_PRINT_RULESET", "print_ruleset", "tests/quicstepd")
-GUARD_TOOL = h.find_binary("QS_NATIVE_GUARD_TOOL", "native_guard_tool", "tests/quicstepd")
+BLASTER = binaries.path("udp_blaster")
+PRINT_RULESET = binaries.path("print_ruleset")
+GUARD_TOOL = binaries.path("native_guard_tool")
 GUARD_PINS = "/sys/fs/bpf/qs-rc-guard"
 
 

@@ -25,9 +25,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import qsd_helpers as h  # noqa: E402
-from qsd_helpers import lab_helpers  # noqa: E402
+from tests.quicstepd import qsd_helpers as h
+from tests.lab import lab_helpers
 
 PAPER_RULES = os.path.join(h.REPO, "rules", "paper_rules.sh")
 

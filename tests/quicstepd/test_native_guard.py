@@ -9,7 +9,9 @@ import os
 import subprocess
 import unittest
 
-TOOL = os.environ.get("NATIVE_GUARD_TOOL", "native_guard_tool")
+from qs_support import binaries
+
+TOOL = binaries.path("native_guard_tool")
 A, B = "qs-ng-a", "qs-ng-b"
 VA, VB = "qs-ng-va", "qs-ng-vb"
 PIN = "/sys/fs/bpf/qs-ng-test"

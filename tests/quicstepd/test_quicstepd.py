@@ -11,9 +11,9 @@ import subprocess
 import time
 import unittest
 
-import qsd_helpers as h
-from qs_support import artifacts
-from qsd_helpers import lab_helpers
+from qs_support import artifacts, certs, chromium
+from tests.lab import lab_helpers
+from tests.quicstepd import qsd_helpers as h
 
 SIZE_MB = 10
 # The suite runs on the daemon's default native path (routed for stateless addressing; the
@@ -72,7 +72,7 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
                        capture_output=True, timeout=30)
         if ROUTED:
             h.unmount_lab_bpffs()
-        lab_helpers.qslab("down", check=False, timeout=120)
+        lab_helpers.down(cls.any_failed)
         if cls.any_failed or os.environ.get("QSD_KEEP"):
             artifacts.finish(cls.work, True)
         else:
@@ -467,7 +467,7 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
             line = "QUICstep " * 11 + "\n"
             f.write(line * (SIZE_MB * 1000 * 1000 // len(line)))
             f.write('</pre><p id="marker">QUICstep big page</p></body></html>\n')
-        spki = lab_helpers.peers.spki_hash(os.path.join(self.work, "cert.pem"))
+        spki = certs.spki_hash(os.path.join(self.work, "cert.pem"))
         home = os.path.join(self.work, "chrome-home")
         os.makedirs(home, exist_ok=True)
         cn, native, cp, channel = self.captures("chromium")
@@ -475,7 +475,7 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         t0 = time.time()
         res = lab_helpers.in_host(
             self.lab, "client",
-            *lab_helpers.peers.chromium_command(home, spki, "https://open.test/big.html", 90,
+            *chromium.command(home, spki, "https://open.test/big.html", 90,
                                                 ["--enable-quic", "--origin-to-force-quic-on=open.test:443"]),
             check=False, timeout=120)
         took = time.time() - t0

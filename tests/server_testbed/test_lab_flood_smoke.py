@@ -13,11 +13,11 @@ import sys
 import time
 import unittest
 
-from qs_support import artifacts
+from qs_support import artifacts, binaries
 from qs_support.measure import measured
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BENCH = os.path.join(ROOT, "server_testbed", "bench", "flood_bench.py")
+BENCH = ["-m", "server_testbed.bench.flood_bench"]  # run from ROOT
 
 
 def rows(path):
@@ -30,12 +30,10 @@ class FloodSmoke(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.out = artifacts.work_dir("qs-fld-smoke-")
-        build = os.environ.get("QS_BUILD")
-        if not build:
-            raise unittest.SkipTest("QS_BUILD (the build directory) is not set")
-        cls.bench = subprocess.run([sys.executable, BENCH, "--build", build, "--quick", "--out",
-                                  cls.out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True, timeout=170)
+        build = binaries.build_dir()
+        cls.bench = subprocess.run([sys.executable, *BENCH, "--build", build, "--quick", "--out",
+                                    cls.out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, timeout=170, cwd=ROOT)
         lines = cls.bench.stdout.splitlines()
         print("\n".join([l for l in lines if l.startswith("flood_bench:")] + lines[-60:]))
 
@@ -116,16 +114,14 @@ class FloodCapacity(unittest.TestCase):
     QUOTA = 0.05
 
     def test_capacity_round(self):
-        build = os.environ.get("QS_BUILD")
-        if not build:
-            self.skipTest("QS_BUILD (the build directory) is not set")
+        build = binaries.build_dir()
         out = artifacts.work_dir("qs-fld-cap-")
         failed = True
         try:
-            run = subprocess.run([sys.executable, BENCH, "--build", build, "--capacity",
+            run = subprocess.run([sys.executable, *BENCH, "--build", build, "--capacity",
                                   "--quota", str(self.QUOTA), "--capacity-rounds", "1",
                                   "--capacity-modes", "gate-packet", "--seconds", "2",
-                                  "--out", out], stdout=subprocess.PIPE,
+                                  "--out", out], stdout=subprocess.PIPE, cwd=ROOT,
                                  stderr=subprocess.STDOUT, text=True, timeout=120)
             print(run.stdout[-3000:])
             self.assertEqual(run.returncode, 0, run.stdout[-2000:])
@@ -168,23 +164,19 @@ class FloodIpv6(unittest.TestCase):
     reach a Retry server, which answers (into the blackhole) with one Retry each."""
 
     def test_v6_initials_get_retries(self):
-        build = os.environ.get("QS_BUILD")
-        if not build:
-            self.skipTest("QS_BUILD (the build directory) is not set")
-        sys.path.insert(0, os.path.join(ROOT, "server_testbed", "bench"))
-        import flood_env as env
+        build = binaries.build_dir()
+        from server_testbed.bench import flood_env as env
         work = env.tempdir()
         env.up()
         try:
             cert, key = env.make_cert(work)
             stats_file = os.path.join(work, "stats.json")
             server = env.Proc(env.NS_S, "0", [
-                os.path.join(build, "server_testbed", "quicstep-server"), "--listen",
+                binaries.path("quicstep-server"), "--listen",
                 f"[{env.S6}]:443", "--cert", cert, "--key", key, "--workers", "1", "--retry",
                 "--stats-file", stats_file, "--duration", "30"], os.path.join(work, "server.log"))
             self.assertTrue(env.wait_file(stats_file, server))
-            flood = env.netns(env.NS_C, os.path.join(build, "server_testbed", "flood",
-                                                     "quicstep-flood"),
+            flood = env.netns(env.NS_C, binaries.path("quicstep-flood"),
                               "--target", env.S6, "--sources", env.SPOOF6, "--count", "500",
                               "--duration", "5", "--rate", "1000")
             sent = env.last_json(flood.stdout)["sent"]
@@ -196,8 +188,7 @@ class FloodIpv6(unittest.TestCase):
             retries = sum(w["retry_sent"] for w in stats["workers"])
             self.assertGreaterEqual(retries, 450, stats)
             # and nothing outside the lab is accepted as a source
-            bad = env.netns(env.NS_C, os.path.join(build, "server_testbed", "flood",
-                                                   "quicstep-flood"),
+            bad = env.netns(env.NS_C, binaries.path("quicstep-flood"),
                             "--target", env.S6, "--sources", "2001:db9::/64", "--count", "1",
                             "--duration", "1", check=False)
             self.assertEqual(bad.returncode, 2)

@@ -13,24 +13,24 @@ a fresh Retry, a Retry token for the client's DCID is forwarded once and counted
 when used again; 0-RTT with NEW_TOKEN; fail-open: gate killed → workers do Retry, gate back →
 Retries come from the gate again.
 
-Run: QS_SERVER=.../quicstep-server QS_GATE=.../quicstep-gate QS_TOKEN=.../quicstep-token \
-     python3 -m unittest -v test_lab_gate
+Run (from the repository's root; QS_BUILD names the build, default build/release):
+     python3 -m unittest -v tests.server_testbed.test_lab_gate
 """
 import json
 import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import unittest
 
-import srvt_env as env
+from qs_support import artifacts, binaries
+from server_testbed.bench import srvt_env as env
 
-SERVER = os.environ.get("QS_SERVER", "")
-GATE = os.environ.get("QS_GATE", "")
-TOKEN = os.environ.get("QS_TOKEN", "")
-LOAD = os.environ.get("QS_LOAD", "")
+SERVER = binaries.path("quicstep-server", required=False) or ""
+GATE = binaries.path("quicstep-gate", required=False) or ""
+TOKEN = binaries.path("quicstep-token", required=False) or ""
+LOAD = binaries.path("quicstep-load", required=False) or ""
 NS_S, NS_C = "qs-gate-s", "qs-gate-c"
 IF_S, IF_C = "qsgt-s", "qsgt-c"
 S4, S6 = "198.18.220.10", "2001:db8:220::10"
@@ -44,9 +44,9 @@ BODY = 20000
 def skip_reason():
     if os.geteuid() != 0:
         return "needs root"
-    for var, path in (("QS_SERVER", SERVER), ("QS_GATE", GATE), ("QS_TOKEN", TOKEN)):
+    for var, path in (("quicstep-server", SERVER), ("quicstep-gate", GATE), ("quicstep-token", TOKEN)):
         if not path or not os.path.exists(path):
-            return f"{var} not set to a binary"
+            return f"{var} is not built (QS_BUILD: the build directory)"
     if not shutil.which("gtlsclient"):
         return "gtlsclient (ngtcp2-client) missing"
     return None
@@ -136,10 +136,10 @@ def wsum(stats, key):
 
 
 @unittest.skipIf(skip_reason(), skip_reason())
-class RetryGate(unittest.TestCase):
+class RetryGate(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.work = tempfile.mkdtemp(prefix="qs-gate-")
+        cls.work = artifacts.work_dir("qs-gate-")
         up()
         try:
             cls.start_all()
@@ -182,7 +182,7 @@ class RetryGate(unittest.TestCase):
                 server.stop()
         finally:
             down()
-            shutil.rmtree(cls.work, ignore_errors=True)
+            artifacts.finish(cls.work, cls.any_failed)
 
     def fetch(self, host=S4, extra=(), timeout=6, name="dl"):
         p, dl = self._client(host, extra, timeout, name)
@@ -346,7 +346,7 @@ class RetryGate(unittest.TestCase):
         with open(out) as f:
             return sum(1 for c in json.load(f)["connections"] if c["success"])
 
-    @unittest.skipIf(not LOAD or not os.path.exists(LOAD), "QS_LOAD not set")
+    @unittest.skipIf(not LOAD or not os.path.exists(LOAD), "quicstep-load is not built")
     def test_i_quicstep_load_through_the_gate(self):
         g0, s0 = self.gate4().counters(), self.server4.counters()
         ok = self.load(200, "load")
@@ -383,7 +383,7 @@ class RetryGate(unittest.TestCase):
         self.assertGreaterEqual(g2["retry_sent"], 1)
         self.assertEqual(wsum(s2, "retry_sent"), wsum(s1, "retry_sent"))
 
-    @unittest.skipIf(not LOAD or not os.path.exists(LOAD), "QS_LOAD not set")
+    @unittest.skipIf(not LOAD or not os.path.exists(LOAD), "quicstep-load is not built")
     def test_j_gate_killed_mid_load_no_connection_lost(self):
         # 400 connections arriving at 200/s; the gate is killed about 1 s in. Handshakes in
         # flight finish on the workers (they verify the gate's tokens), later ones get worker

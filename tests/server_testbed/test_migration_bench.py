@@ -3,7 +3,7 @@ concurrent migration benchmark through the delay line (all connections opened fi
 migrated together, steering on and off side by side), checked for the figures the full
 10,000-connection run reports.
 
-Run: QS_SERVER=... QS_LOAD=... QS_DELAY_LINE=... python3 -m unittest -v test_migration_bench
+Run (from the repository's root): python3 -m unittest -v tests.server_testbed.test_migration_bench
 """
 import json
 import os
@@ -11,13 +11,14 @@ import subprocess
 import sys
 import unittest
 
-import srvt_env as env
+from qs_support import artifacts, binaries
+from server_testbed.bench import srvt_env as env
 
-SERVER = os.environ.get("QS_SERVER", "")
-LOAD = os.environ.get("QS_LOAD", "")
-DELAY_LINE = os.environ.get("QS_DELAY_LINE", "")
-BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "server_testbed",
-                     "bench", "migration_bench.py")
+SERVER = binaries.path("quicstep-server", required=False) or ""
+LOAD = binaries.path("quicstep-load", required=False) or ""
+DELAY_LINE = binaries.path("qs_delay_line", required=False) or ""
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = ["-m", "server_testbed.bench.migration_bench"]  # run from ROOT
 CONNECTIONS = 300
 RTT_MS = 20
 
@@ -25,9 +26,9 @@ RTT_MS = 20
 def skip_reason():
     if os.geteuid() != 0:
         return "needs root"
-    for name, path in (("QS_SERVER", SERVER), ("QS_LOAD", LOAD), ("QS_DELAY_LINE", DELAY_LINE)):
+    for name, path in (("quicstep-server", SERVER), ("quicstep-load", LOAD), ("qs_delay_line", DELAY_LINE)):
         if not path or not os.path.exists(path):
-            return f"{name} not set to a binary"
+            return f"{name} is not built (QS_BUILD: the build directory)"
     return None
 
 
@@ -36,17 +37,18 @@ class MigrationBenchSmoke(unittest.TestCase):
     def test_concurrent_migration_side_by_side(self):
         work = env.tempdir()
         out = os.path.join(work, "bench.json")
+        p = None
         try:
-            p = subprocess.run([sys.executable, BENCH, "--server", SERVER, "--load", LOAD,
+            p = subprocess.run([sys.executable, *BENCH, "--server", SERVER, "--load", LOAD,
                                 "--delay-line", DELAY_LINE, "--rtt-ms", str(RTT_MS),
                                 "--connections", str(CONNECTIONS), "--rate", "500",
                                 "--hold-wait", "5", "--timeout", "25", "--json", out],
-                               capture_output=True, text=True, timeout=150)
+                               capture_output=True, text=True, timeout=150, cwd=ROOT)
             self.assertEqual(p.returncode, 0, p.stderr[-2000:])
             with open(out) as f:
                 on, off = json.load(f)["results"]
         finally:
-            env.shutil.rmtree(work, ignore_errors=True)
+            artifacts.finish(work, failed=p is None or p.returncode != 0)
         print("\n" + "\n".join(l for l in p.stdout.splitlines() if l.startswith("steering")))
         for r in (on, off):  # (nearly) every connection was open when they migrated together
             self.assertGreaterEqual(r["held_at_barrier"], CONNECTIONS * 0.95)

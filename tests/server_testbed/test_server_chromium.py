@@ -1,7 +1,7 @@
 """chromium-headless-shell against quicstep-server, one run per migration behaviour (root,
 throwaway namespaces of srvt_env).
 
-Each run: Chromium (QUIC forced, lab/qslab_lib/peers.py command line) loads a page whose
+Each run: Chromium (QUIC forced, qs_support/chromium.py command line) loads a page whose
 script fetches BODY bytes over the same HTTP/3 connection (a synchronous XHR: the DOM says
 how many bytes arrived). Once several MB have left the server, the client namespace rebinds
 Chromium's connection like a NAT: an nft rule (stateless, so Chromium does not notice)
@@ -14,7 +14,8 @@ capture on the server's interface (which client ports the server sent to after t
   none:            the server ignores packets from the new port (policy_ignored > 0) and
                    sends nothing there; the connection stalls.
 
-Run: QS_SERVER=build/.../quicstep-server python3 -m unittest -v test_server_chromium
+Run (from the repository's root; QS_BUILD names the build, default build/release):
+     python3 -m unittest -v tests.server_testbed.test_server_chromium
 """
 import json
 import os
@@ -23,10 +24,10 @@ import subprocess
 import time
 import unittest
 
-import srvt_env as env
-from srvt_env import peers
+from qs_support import artifacts, binaries, chromium
+from server_testbed.bench import srvt_env as env
 
-SERVER = os.environ.get("QS_SERVER", "")
+SERVER = binaries.path("quicstep-server", required=False) or ""
 BODY = 24_000_000           # 2.4 s at the testbed's 80 Mbit/s
 REBIND_AFTER = 6_000_000    # server bytes sent before the rebinding
 REBIND_PORT = 40999
@@ -37,9 +38,9 @@ def skip_reason():
     if os.geteuid() != 0:
         return "needs root"
     if not SERVER or not os.path.exists(SERVER):
-        return "QS_SERVER not set to a quicstep-server binary"
+        return "quicstep-server is not built (QS_BUILD: the build directory)"
     try:
-        peers.chromium_binary()
+        chromium.binary()
     except RuntimeError as e:
         return str(e)
     for tool in ("nft", "tcpdump"):
@@ -93,7 +94,7 @@ def capture_ports(pcap, old_port):
 
 
 @unittest.skipIf(skip_reason(), skip_reason())
-class ChromiumRebinding(unittest.TestCase):
+class ChromiumRebinding(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.work = env.tempdir()
@@ -113,7 +114,7 @@ class ChromiumRebinding(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         env.down()
-        env.shutil.rmtree(cls.work, ignore_errors=True)
+        artifacts.finish(cls.work, cls.any_failed)
 
     def load_with_rebinding(self, behaviour):
         """Returns (DOM, server counters, capture counts, Chromium's original port)."""
@@ -123,7 +124,7 @@ class ChromiumRebinding(unittest.TestCase):
         home = os.path.join(self.work, f"home-{behaviour}")
         os.makedirs(home, exist_ok=True)
         pcap = os.path.join(self.work, f"{behaviour}.pcap")
-        cmd = peers.chromium_command(home, self.spki, "https://blocked.test/index.html",
+        cmd = chromium.command(home, self.spki, "https://blocked.test/index.html",
                                      PAGE_TIMEOUT, ("--enable-quic",
                                                     "--origin-to-force-quic-on=blocked.test:443",
                                                     f"--host-resolver-rules=MAP blocked.test {env.S4}"))

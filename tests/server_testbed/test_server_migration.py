@@ -5,7 +5,8 @@ port (--change-local-addr), its address (the route's source changes first), or r
 a NAT (--nat-rebinding, the request delayed until after the rebinding). Success is the whole
 body downloaded; the server's counters say which worker saw what.
 
-Run: QS_SERVER=build/.../quicstep-server python3 -m unittest -v test_server_migration
+Run (from the repository's root; QS_BUILD names the build, default build/release):
+     python3 -m unittest -v tests.server_testbed.test_server_migration
 """
 import os
 import socket
@@ -13,10 +14,11 @@ import threading
 import time
 import unittest
 
-import srvt_env as env
+from qs_support import artifacts, binaries
+from server_testbed.bench import srvt_env as env
 
-SERVER = os.environ.get("QS_SERVER", "")
-LOAD = os.environ.get("QS_LOAD", "")
+SERVER = binaries.path("quicstep-server", required=False) or ""
+LOAD = binaries.path("quicstep-load", required=False) or ""
 BODY = 6_000_000
 URI = f"https://localhost/bytes/{BODY}"
 
@@ -25,14 +27,14 @@ def skip_reason():
     if os.geteuid() != 0:
         return "needs root"
     if not SERVER or not os.path.exists(SERVER):
-        return "QS_SERVER not set to a quicstep-server binary"
+        return "quicstep-server is not built (QS_BUILD: the build directory)"
     if not env.shutil.which("gtlsclient"):
         return "gtlsclient (ngtcp2-client) missing"
     return None
 
 
 @unittest.skipIf(skip_reason(), skip_reason())
-class MigrationBehaviours(unittest.TestCase):
+class MigrationBehaviours(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.work = env.tempdir()
@@ -42,7 +44,7 @@ class MigrationBehaviours(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         env.down()
-        env.shutil.rmtree(cls.work, ignore_errors=True)
+        artifacts.finish(cls.work, cls.any_failed)
 
     def setUp(self):
         env.use_source(env.C4[0], env.C6[0])
@@ -138,7 +140,7 @@ class MigrationBehaviours(unittest.TestCase):
 
 
 @unittest.skipIf(skip_reason(), skip_reason())
-class SteeringAndBadPackets(unittest.TestCase):
+class SteeringAndBadPackets(artifacts.KeepOnFailure, unittest.TestCase):
     CLIENTS = 12
 
     @classmethod
@@ -150,7 +152,7 @@ class SteeringAndBadPackets(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         env.down()
-        env.shutil.rmtree(cls.work, ignore_errors=True)
+        artifacts.finish(cls.work, cls.any_failed)
 
     def concurrent_migrations(self, steering):
         """CLIENTS gtlsclients at once, each changing its port mid-transfer."""
@@ -200,8 +202,8 @@ class SteeringAndBadPackets(unittest.TestCase):
         self.assertGreater(stats["bpf"]["malformed"], 0)
 
 
-@unittest.skipIf(skip_reason() or not os.path.exists(LOAD), skip_reason() or "QS_LOAD not set")
-class ThousandMigratingConnections(unittest.TestCase):
+@unittest.skipIf(skip_reason() or not os.path.exists(LOAD), skip_reason() or "quicstep-load is not built")
+class ThousandMigratingConnections(artifacts.KeepOnFailure, unittest.TestCase):
     """quicstep-load: 1,000 concurrent connections (arrivals at 250/s, each 200 kB), each
     moving to a new local port after 50 kB. 4 workers."""
 
@@ -216,7 +218,7 @@ class ThousandMigratingConnections(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         env.down()
-        env.shutil.rmtree(cls.work, ignore_errors=True)
+        artifacts.finish(cls.work, cls.any_failed)
 
     def load(self, steering, timeout):
         args = ["--workers", "4"] + ([] if steering else ["--no-steering"])

@@ -1,12 +1,15 @@
 """quicstep-inspect from the outside: run the binary on the real captures in tests/data and
-check the JSON lines it prints. Usage: inspect_cli_test.py PATH_TO_QUICSTEP_INSPECT"""
+check the JSON lines it prints. From the repository's root (QS_BUILD names the build, default
+build/release): python3 -m unittest -v tests.tools.inspect_cli_test"""
 import json
 import os
 import subprocess
 import sys
 import unittest
 
-INSPECT = None
+from qs_support import binaries
+
+INSPECT = binaries.path("quicstep-inspect")
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 
 
@@ -78,5 +81,4 @@ class InspectCli(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    INSPECT = sys.argv.pop(1)
     unittest.main(verbosity=2)

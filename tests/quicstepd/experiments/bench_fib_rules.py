@@ -42,9 +42,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import experiment_helpers as x  # noqa: E402
-from experiment_helpers import run  # noqa: E402
+from tests.quicstepd.experiments import experiment_helpers as x
+from tests.quicstepd.experiments.experiment_helpers import run
 
 A, B = "qs-fibx-a", "qs-fibx-b"
 VA, VB = "qs-fibx-va", "qs-fibx-vb"  # the native path

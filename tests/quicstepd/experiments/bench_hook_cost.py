@@ -28,9 +28,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import experiment_helpers as x  # noqa: E402
-from experiment_helpers import run  # noqa: E402
+from tests.quicstepd.experiments import experiment_helpers as x
+from tests.quicstepd.experiments.experiment_helpers import run
 
 A, B = "qs-bpfm-a", "qs-bpfm-b"
 VA, VB = "qs-bpfm-va", "qs-bpfm-vb"

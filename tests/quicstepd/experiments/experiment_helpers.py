@@ -8,6 +8,8 @@ import statistics
 import subprocess
 import sys
 
+from qs_support import binaries
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Packets a device may carry besides the benchmark's own (IPv6 router solicitations and MLD
@@ -35,14 +37,10 @@ def require_root_and_tools(tools):
 
 
 def find_udp_blaster():
-    """The build's udp_blaster (or $QS_UDP_BLASTER), found as the other quicstepd benchmarks
-    find it. Imported here, after the root check: qsd_helpers looks for the whole build
-    when it is imported."""
-    sys.path.insert(0, os.path.dirname(HERE))  # tests/quicstepd
+    """The build's udp_blaster (qs_support.binaries: QS_BUILD, default build/release)."""
     try:
-        import qsd_helpers as h
-        return h.find_binary("QS_UDP_BLASTER", "udp_blaster", "tests/quicstepd")
-    except AssertionError as e:
+        return binaries.path("udp_blaster")
+    except FileNotFoundError as e:
         sys.exit(f"{os.path.basename(sys.argv[0])}: {e}; build the project first")
 
 

@@ -1,22 +1,23 @@
 """The three ways the client reaches the servers, switched the same way by the demo and by
 the page-load measurements: native (nothing to do), full VPN (`qslab vpn on`: everything
 through the channel) and QUICstep (quicstepd started on the client for the mode, stopped
-after it).
-
-The quicstepd helpers (binary, config file, control socket) live with its tests
-(tests/quicstepd/qsd_helpers.py); the caller passes that module in, with its process list
-(processes are ended by PID) and a work directory."""
+after it). The caller passes its process list (processes are ended by PID) and a work
+directory."""
 import json
 import os
 from contextlib import contextmanager
+
+from qs_support import lab as qslab_lab
+from qs_support import quicstepd
 
 MODES = ("native", "full VPN", "QUICstep")
 
 
 class PathModes:
-    def __init__(self, lab, qsd, procs, work, quicstepd_extra=""):
-        """quicstepd_extra: TOML appended to quicstepd's config (e.g. a [hold] section)."""
-        self.lab, self.qsd, self.procs, self.work = lab, qsd, procs, work
+    def __init__(self, lab, procs, work, quicstepd_extra=""):
+        """lab: the lab's status(); procs: a qs_support.procs.Procs; quicstepd_extra: TOML
+        appended to quicstepd's config (e.g. a [hold] section)."""
+        self.lab, self.procs, self.work = lab, procs, work
         self.extra = quicstepd_extra
         self.ns = lab["client"]["netns"]
         self.sock = os.path.join(work, "control.sock")
@@ -26,19 +27,19 @@ class PathModes:
         if mode not in MODES:
             raise ValueError(f"unknown path mode {mode!r} (one of {', '.join(MODES)})")
         if mode == "full VPN":
-            self.qsd.lab_helpers.qslab("vpn", "on")
+            qslab_lab.qslab("vpn", "on")
         elif mode == "QUICstep":
-            config = self.qsd.write_config(os.path.join(self.work, "quicstepd.toml"),
+            config = quicstepd.write_config(os.path.join(self.work, "quicstepd.toml"),
                                            self.lab["client"]["channel"]["interface"],
                                            extra=self.extra)
-            self.daemon = self.procs.start(self.ns, [self.qsd.QSD, "--config", config,
+            self.daemon = self.procs.start(self.ns, [quicstepd.daemon(), "--config", config,
                                                      "--control", self.sock],
                                            os.path.join(self.work, "quicstepd.log"))
-            self.qsd.wait_daemon(self.ns, self.sock, self.daemon)
+            quicstepd.wait_daemon(self.ns, self.sock, self.daemon)
 
     def leave(self, mode):
         if mode == "full VPN":
-            self.qsd.lab_helpers.qslab("vpn", "off")
+            qslab_lab.qslab("vpn", "off")
         elif mode == "QUICstep" and self.daemon:
             self.procs.stop(self.daemon, timeout=20)
             self.daemon = None
@@ -53,4 +54,4 @@ class PathModes:
 
     def quicstepd_status(self):
         """`quicstepctl status --json` of the running daemon (QUICstep mode only)."""
-        return json.loads(self.qsd.ctl(self.ns, self.sock, "status", "--json").stdout)
+        return json.loads(quicstepd.ctl(self.ns, self.sock, "status", "--json").stdout)

@@ -1,4 +1,5 @@
-"""Throwaway namespaces and process helpers for the quicstep-server lab tests.
+"""Throwaway namespaces and process helpers for the quicstep-server lab tests
+(tests/server_testbed) and the migration benchmark (migration_bench.py).
 
 Topology (names and addresses reserved for these tests; nothing else uses them):
   qs-srvt-c  qsvt-c  198.18.210.2/.3, 2001:db8:210::2/::3  (two addresses: address migration)
@@ -11,13 +12,10 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab"))
-from qslab_lib import peers  # noqa: E402  (certificates and chromium command lines)
-from qslab_lib.throwaway import sh, netns, remove_namespaces, create_veth_pair  # noqa: E402,F401
+from qs_support import artifacts, certs
+from qs_support.netns import sh, netns, remove_namespaces, create_veth_pair  # noqa: F401
 
 # QS_SRVT_NS renames the pair (same addresses, separate namespaces): the benchmark uses
 # qs-srvb-* so that a test run elsewhere does not tear its namespaces down mid-run.
@@ -50,14 +48,14 @@ def use_source(a4, a6):
 
 
 def make_cert(workdir):
-    """The lab's throwaway certificate (lab/qslab_lib/peers.py): returns (cert, key)."""
-    key, cert, _ = peers.make_certificate(workdir)
+    """The lab's throwaway certificate (qs_support/certs.py): returns (cert, key)."""
+    key, cert, _ = certs.make_certificate(workdir)
     return cert, key
 
 
 def spki_hash(cert):
     """base64 SHA-256 of the certificate's SubjectPublicKeyInfo (Chromium's pin format)."""
-    return peers.spki_hash(cert)
+    return certs.spki_hash(cert)
 
 
 class Server:
@@ -120,4 +118,5 @@ def finish(p, dl, uri):
 
 
 def tempdir():
-    return tempfile.mkdtemp(prefix="qs-srvt-")
+    """A work directory (under QS_TEST_ARTIFACTS when a test runs: qs_support/artifacts.py)."""
+    return artifacts.work_dir("qs-srvt-")

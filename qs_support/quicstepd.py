@@ -1,0 +1,91 @@
+"""quicstepd in the lab, as the tests, the demo and the page-load harness start it: its
+config file, its control tool, waiting for it, and the bpffs its routed path pins on."""
+import atexit
+import os
+import subprocess
+import time
+
+from qs_support import binaries
+
+
+def daemon():
+    return binaries.path("quicstepd")
+
+
+def control():
+    return binaries.path("quicstepctl")
+
+
+# `ip netns exec` gives the daemon a private /sys (so a bpffs it mounts at /sys/fs/bpf would
+# vanish with it): the lab's guard pins on a bpffs mounted here, in the host's view, which the
+# daemon's mount namespace inherits.
+LAB_BPFFS = "/run/qs-lab-bpf"
+GUARD_PIN_DIR = LAB_BPFFS + "/quicstep"
+
+
+def write_config(path, interface, addressing=None, extra="", native_path=None):
+    """quicstepd's config for the lab's channel `interface`. addressing None: QSD_ADDRESSING
+    from the environment (a suite runs once per mode), else the daemon's default (no line).
+    native_path None: QSD_NATIVE_PATH (queue or routed), else the daemon's default ("auto":
+    routed for stateless addressing); where it may be routed, the guard pins on the lab's
+    bpffs. `extra`: TOML appended."""
+    addressing = addressing or os.environ.get("QSD_ADDRESSING")
+    line = f'addressing = "{addressing}"\n' if addressing else ""
+    native = native_path or os.environ.get("QSD_NATIVE_PATH")
+    if native not in (None, "", "queue", "routed"):
+        raise ValueError(f"native path {native!r}: queue, routed or unset (the default)")
+    if "native_path" not in extra:
+        if native:
+            line += f'native_path = "{native}"\n'
+        if native != "queue" and addressing in (None, "stateless"):
+            line += f'guard_pin_dir = "{mount_lab_bpffs()}"\n'
+    with open(path, "w") as f:
+        f.write(f'[daemon]\nchannel_interface = "{interface}"\n{line}'
+                f'metrics_listen = "127.0.0.1:9464"\n{extra}')
+    return path
+
+
+def ctl(netns, sock, *args, check=True):
+    """quicstepctl --socket SOCK ARGS... inside `netns`."""
+    res = subprocess.run(["ip", "netns", "exec", netns, control(), "--socket", sock, *args],
+                         capture_output=True, text=True, timeout=20)
+    if check and res.returncode != 0:
+        raise AssertionError(f"quicstepctl {args}: {res.returncode} {res.stderr}")
+    return res
+
+
+def wait_daemon(netns, sock, proc, timeout=15):
+    """Waits until the daemon started as `proc` answers on its control socket."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"quicstepd exited with {proc.returncode}")
+        if ctl(netns, sock, "status", "--json", check=False).returncode == 0:
+            return
+        time.sleep(0.1)
+    raise AssertionError("quicstepd did not answer on its control socket")
+
+
+def _bpffs_mounted():
+    with open("/proc/self/mounts") as f:
+        return any(line.split(" ")[1:3] == [LAB_BPFFS, "bpf"] for line in f if line.strip())
+
+
+def mount_lab_bpffs():
+    """Mounts the lab's bpffs (once) and returns the guard's pin directory on it. Unmounted
+    when this process exits, if the caller has not done so."""
+    os.makedirs(LAB_BPFFS, exist_ok=True)
+    if not _bpffs_mounted():
+        subprocess.run(["mount", "-t", "bpf", "bpf", LAB_BPFFS], check=True)
+        atexit.register(unmount_lab_bpffs)
+    return GUARD_PIN_DIR
+
+
+def unmount_lab_bpffs():
+    """Unmounts the lab's bpffs (at the end of a run; --cleanup has removed the pins)."""
+    if _bpffs_mounted():
+        subprocess.run(["umount", LAB_BPFFS], check=False)
+    try:
+        os.rmdir(LAB_BPFFS)
+    except OSError:
+        pass
