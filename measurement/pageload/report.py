@@ -1,5 +1,6 @@
 """The report: medians, ratios, targets and plots from rounds.csv, each next to the paper's
-figure (values of /work/shared/papers/quicstep.txt §4.4, Tables 2-5, typed in below)."""
+figure (values of the paper, "QUICstep: Evaluating connection migration based QUIC
+censorship circumvention", §4.4, Tables 2-5, typed in below)."""
 import csv
 import os
 import statistics

@@ -2,8 +2,8 @@
 """Benchmark: quicstep-scan's domains per second against the lab population with an RTT,
 and the projected time for a million domains (root; measurement/README.md, Scanning).
 
-The population mixes domains as the paper found the top 1M (../shared/papers/quicstep.txt
-§4.2): --quic-share of them answer QUIC (22%; spread over every behaviour of quicstep-server,
+The population mixes domains as the paper found the top 1M ("QUICstep: Evaluating connection
+migration based QUIC censorship circumvention", §4.2): --quic-share of them answer QUIC (22%; spread over every behaviour of quicstep-server,
 Retry on and off, and gtlsserver with --with-gtlsserver), the rest do not. Non-QUIC domains are the costly ones: a
 silent address holds a connection slot for the whole handshake timeout, so by default all
 of them are silent (UDP dropped: the worst case; a real list also has NXDOMAIN and ICMP
