@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds (release), brings up the lab, and fetches
 # open.test and blocked.test natively, through a full VPN and through quicstepd, with the
-# censor on; prints the table and brings everything down. Options go to lab/demo.py
-# (`scripts/demo.sh --help` lists them).
+# censor on; prints the table and brings everything down. Options go to the demo
+# (lab/demo.py; `scripts/demo.sh --help` lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

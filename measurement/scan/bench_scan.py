@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark: quicstep-scan's domains per second against the lab population with an RTT,
-and the projected time for a million domains (root; measurement/README.md, Scanning).
+and the projected time for a million domains (root; measurement/scan/README.md, Benchmark).
 
 The population mixes domains as the paper found the top 1M ("QUICstep: Evaluating connection
 migration based QUIC censorship circumvention", §4.2): --quic-share of them answer QUIC (22%; spread over every behaviour of quicstep-server,

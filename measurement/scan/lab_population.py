@@ -251,7 +251,7 @@ class Population:
         return p
 
     def _start_servers(self):
-        from qslab_lib.peers import make_certificate
+        from qs_support.certs import make_certificate
         certdir = os.path.join(self.workdir, "cert")
         os.makedirs(certdir, exist_ok=True)
         # The prober's names are <d>.scan.test and www.<d>.scan.test: one SAN each would make

@@ -39,7 +39,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PROBE = "server_testbed.tcp.https_probe"  # run as a module from the repository's root
 QUIC_MODES = ("noretry", "retry", "gate", "gate-cpu1")
 # Measured only when listed in --modes: the gate on the worker's core sending its Retries
-# by AF_PACKET (quicstep-gate --tx packet; README "Retry gate" -> capacity).
+# by AF_PACKET (quicstep-gate --tx packet; server_testbed/gate/README.md, capacity).
 QUIC_EXTRA_MODES = ("gate-packet",)
 TCP_MODES = ("none", "cookies", "synproxy")
 SUCCESS_TARGET = 0.99

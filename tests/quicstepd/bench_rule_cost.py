@@ -5,7 +5,7 @@ on every datagram, and on every answer it receives (an upload's ACKs). A benchma
 test: root; two namespaces of its own (qs-rc-a holds the rules, qs-rc-b the other end), no
 lab needed.
 
-    sudo tests/quicstepd/bench_rule_cost.py [--rounds 8] [--packets 400000] [--ipv6]
+    sudo python3 -m tests.quicstepd.bench_rule_cost [--rounds 8] [--packets 400000] [--ipv6]
                                             [--inbound] [--json out.json]
 
 Each round installs each mode in turn and sends PACKETS 1200-byte short-header datagrams

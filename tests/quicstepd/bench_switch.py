@@ -6,7 +6,7 @@ headers kept on the channel). Fetch time of a small and a large
 download and of an upload, every mode once per round, the order rotated round by round.
 Root; a benchmark (it brings the shared lab up and down).
 
-    sudo tests/quicstepd/bench_switch.py [--profile london-ohio-near] [--rounds 5]"""
+    sudo python3 -m tests.quicstepd.bench_switch [--profile london-ohio-near] [--rounds 5]"""
 import argparse
 import os
 import statistics

@@ -5,7 +5,7 @@ is noisy: modes are interleaved round by round, medians reported). Also the daem
 seconds per GB. A benchmark, not a timed test: root, lab profile `none` (no emulation) unless
 --profile names another.
 
-    sudo tests/quicstepd/bench_throughput.py [--sizes 100,1000] [--rounds 5] [--json out.json]
+    sudo python3 -m tests.quicstepd.bench_throughput [--sizes 100,1000] [--rounds 5] [--json out.json]
 
 Each transfer is a fresh connection, so its time is a fixed per-connection cost (handshake
 through the channel, the move to the native path and the server's reaction to it) plus
@@ -40,7 +40,7 @@ QSD_MODES = {
     # The queue path with stateless addressing (the default config until stop 21).
     "quicstepd-stateless": ("stateless", "queue", ""),
     # Holds: a flow's first short headers stay on the channel (3 packets, or 5 ms), so that
-    # they do not overtake the client's Finished (client/README.md, "Throughput").
+    # they do not overtake the client's Finished (client/README.md, "Figures and the commands that measure them").
     "quicstepd-hold3": ("stateless", "queue", "[hold]\npackets = 3\n"),
     "quicstepd-hold5ms": ("stateless", "queue", "[hold]\ntime_ms = 5\n"),
     # The native switch off: a moved flow's first native packets leave at once (and may

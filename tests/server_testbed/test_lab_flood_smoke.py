@@ -83,7 +83,7 @@ class FloodSmoke(artifacts.KeepOnFailure, unittest.TestCase):
                     self.assertGreaterEqual(float(r["success_rate"]), 0.9)
                 elif mode == "synproxy":
                     # synproxy holds, but 1-20% of legitimate connections stall ~1.65 s
-                    # in some runs (README: Floods, TCP path): a looser bound
+                    # in some runs (server_testbed/flood/README.md, the TCP path): a looser bound
                     self.assertGreaterEqual(float(r["success_rate"]), 0.7)
         flooded = [r for (mode, rate), r in got.items() if rate > 0]
         self.assertTrue(flooded)
@@ -98,7 +98,7 @@ class FloodSmoke(artifacts.KeepOnFailure, unittest.TestCase):
 class FloodCapacity(unittest.TestCase):
     """flood_bench.py --capacity, one short round of the gate sending by AF_PACKET (host
     Retry's rounds work the same way, and flood_smoke keeps to about a minute). Behaviour
-    only; the capacity figure is the benchmark's (README "Retry gate" -> capacity):
+    only; the capacity figure is the benchmark's (server_testbed/gate/README.md, capacity):
     - the gate answers the flood with Retries, and every Retry it counts itself is one that
       reached the attacker's end of the link (totals over the gate's whole life on both
       sides: its final counters as it exits, the nft counter read after that), so a gate that

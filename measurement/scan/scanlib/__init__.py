@@ -1,1 +1,1 @@
-"""quicstep-scan: drives quicstep-probe over a domain list (see measurement/README.md, Scanning)."""
+"""quicstep-scan: drives quicstep-probe over a domain list (see measurement/scan/README.md)."""

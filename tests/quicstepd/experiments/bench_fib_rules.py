@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Per-flow fib rules as the selector of the native path, instead of nft marks
-(client/README, "Where the native path has to go next"): what they cost a native datagram,
+(client/results/2026-11-30-native-path-experiments.md): what they cost a native datagram,
 whether adding or deleting one re-routes a socket's next datagram, which source address a
 socket gets, and what rule changes cost. A benchmark for a design decision, not a test:
 root; two namespaces of its own (qs-fibx-a sends, qs-fibx-b drops), no lab needed.
 
-    sudo tests/quicstepd/experiments/bench_fib_rules.py [--rounds 8] [--packets 400000]
+    sudo python3 -m tests.quicstepd.experiments.bench_fib_rules [--rounds 8] [--packets 400000]
             [--nrules 1000] [--ipv6] [--with-from] [--modes c_none,...] [--json out.json]
-    sudo tests/quicstepd/experiments/bench_fib_rules.py --functional
-    sudo tests/quicstepd/experiments/bench_fib_rules.py --churn [--rounds 6]
+    sudo python3 -m tests.quicstepd.experiments.bench_fib_rules --functional
+    sudo python3 -m tests.quicstepd.experiments.bench_fib_rules --churn [--rounds 6]
 
 qs-fibx-a has two ways to qs-fibx-b: the native veth (qs-fibx-va) and a second veth that
 stands in for the WireGuard channel (qs-fibx-ch). Table 100 routes everything to the

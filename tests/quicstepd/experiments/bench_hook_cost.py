@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The per-packet cost of a tc BPF program (behind the clsact qdisc, or attached as a tcx
 link) against nftables base chains: what moving quicstepd's inbound counting and its
-outbound guard from netfilter hooks to BPF would save a native datagram (client/README,
-"Where the native path has to go next"). A benchmark for a design decision, not a test:
+outbound guard from netfilter hooks to BPF would save a native datagram
+(client/results/2026-11-30-native-path-experiments.md). A benchmark for a design decision, not a test:
 root; two namespaces of its own (qs-bpfm-a holds the hook, qs-bpfm-b the other end).
 
-    sudo tests/quicstepd/experiments/bench_hook_cost.py [--rounds 8] [--packets 400000]
+    sudo python3 -m tests.quicstepd.experiments.bench_hook_cost [--rounds 8] [--packets 400000]
                                                          [--modes in_none,...] [--json out.json]
 
 Each round installs each mode in turn on qs-bpfm-a's veth (the same order every round),
