@@ -138,7 +138,14 @@ def domains(scale: float = 1.0, counts: Optional[Dict[str, int]] = None) -> List
     return out
 
 
-from qs_support.netns import sh, netns, remove_namespaces  # noqa: E402  (after the tables)
+from qs_support import procs  # noqa: E402  (after the tables)
+from qs_support.netns import sh, netns, remove_namespaces  # noqa: E402
+
+# The servers, the DNS and (in the tests) the prober run at this niceness: a scan measures
+# the servers' behaviour, so a build beside it on this 2-core machine must not starve them
+# into timeouts (seen in a flake hunt: one burst turned ~40 migrating servers into
+# "timeout_after_switch").
+NICE = -10
 
 
 def down():
@@ -244,9 +251,9 @@ class Population:
         self._start_dns()
 
     def _spawn(self, name, ns, argv):
-        log = open(os.path.join(self.workdir, f"{name}.log"), "w")
-        p = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=log, stderr=log,
-                             stdin=subprocess.DEVNULL, cwd=self.workdir)
+        """Starts a server or the DNS in `ns` at niceness NICE (qs_support/procs.py)."""
+        p = procs.start(ns, argv, os.path.join(self.workdir, f"{name}.log"), nice=NICE,
+                        cwd=self.workdir)
         self.procs.append((name, p))
         return p
 
@@ -359,11 +366,7 @@ class Population:
                 p.send_signal(signal.SIGTERM)
         deadline = time.time() + 5
         for _, p in self.procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            procs.stop(p, signal.SIGTERM, timeout=max(0.1, deadline - time.time()))
         self.procs.clear()
         down()
 

@@ -61,7 +61,7 @@ class LabScan(artifacts.KeepOnFailure, unittest.TestCase):
 
     def scan_cmd(self, out, *extra, domains=None):
         """domains: a domain list other than the population's."""
-        return ["ip", "netns", "exec", lp.NS_C, sys.executable,
+        return ["ip", "netns", "exec", lp.NS_C, "nice", "-n", str(lp.NICE), sys.executable,
                 os.path.join(SCAN_DIR, "quicstep-scan"), "run", domains or self.pop.list_path,
                 "--out", out,
                 "--probe", PROBE, "--progress", "lines", "--progress-interval", "5",
@@ -80,18 +80,63 @@ class LabScan(artifacts.KeepOnFailure, unittest.TestCase):
         recs = records.load_latest(os.path.join(out, "results.jsonl"))
         return {d: (classify(r).name, classify(r).port_migration) for d, r in recs.items()}
 
+    # The prober's answers that mean "nothing came back in time": a handshake that timed out,
+    # a migration test that saw no response after the switch, a first response that did not
+    # come (labelled connection_closed, the address's error "response_timeout"). A loaded
+    # machine can starve a server for longer than a try's 2 s (seen: 7 of 1,020 domains
+    # no_quic in one CI run; ~40 migrating servers timing out in one burst of a flake hunt).
+    # Every other negative answer (response_on_old_path, path_validation_failed, refused,
+    # connection_closed for another reason, icmp_unreachable) is definite.
+    TIMEOUTS = {"timeout", "timeout_after_switch"}
+
+    def address_groups(self):
+        """Address -> the group whose behaviour it has (a mixed domain's apex does not
+        migrate, its www. does)."""
+        groups = {}
+        for d in self.pop.domains:
+            for a in d.apex + d.www:
+                groups[a] = d.group if d.group.name != "mixed" else (
+                    lp.BY_NAME["none"] if a in d.apex else lp.BY_NAME["full"])
+        return groups
+
+    def timed_out(self, label, a):
+        return label in self.TIMEOUTS or (label == "connection_closed"
+                                          and a.get("error") == "response_timeout")
+
     def unanswered(self, wrong, out):
-        """The wrong domains that got no answer at all: classified no_quic while their truth
-        is a QUIC class, every probed address ending its handshake in a plain timeout (no
-        ICMP, no TLS error). A loaded machine can starve a server for a try's 2 s (seen: 7 of
-        1,020 in one CI run); a wrong label, or an error of another kind, is never this."""
+        """The wrong domains whose every failure against the truth is a timeout: each
+        address that should have completed the handshake timed out in it, each that should
+        have passed a migration test timed out in it; addresses expected to fail are not
+        counted against. Such a domain is probed again (assert_truth); a domain with any
+        definite wrong answer fails at once."""
         recs = records.load_latest(os.path.join(out, "results.jsonl"))
+        groups = self.address_groups()
         found = []
         for d, (g, w) in wrong.items():
             addrs = [a for n in (recs.get(d) or {}).get("names") or []
                      for a in n.get("addresses") or []]
-            if (g and g[0] == "no_quic" and w[0] != "no_quic" and addrs
-                    and all(not a.get("quic") and a.get("error") == "timeout" for a in addrs)):
+            if not g or not addrs:
+                continue
+
+            def excused(a):
+                """True when this address did nothing against the truth but time out."""
+                cls, port = lp.expected(groups[a["ip"]], True)
+                if cls == "no_quic":
+                    return not a.get("quic")
+                if not a.get("quic"):
+                    return self.timed_out(a.get("error"), a)
+                tests = a.get("tests") or {}
+                should_pass = {"nat_rebinding": cls == "quicstep_compatible",
+                               "address_migration": cls == "quicstep_compatible",
+                               "port_migration": port}
+                labels = [(tests.get(t) or {}).get("label") for t, should in
+                          should_pass.items() if should]
+                return all(x in ("pass", "not_run") or self.timed_out(x, a) for x in labels)
+
+            rank = {"dns_failed": 0, "no_quic": 1, "quic_no_migration": 2,
+                    "quicstep_compatible": 3}
+            below = (rank[g[0]] < rank[w[0]]) or (g[0] == w[0] and w[1] and not g[1])
+            if below and all(excused(a) for a in addrs if a.get("ip") in groups):
                 found.append(d)
         return found
 
@@ -110,20 +155,22 @@ class LabScan(artifacts.KeepOnFailure, unittest.TestCase):
         return self.classes(again), again
 
     def assert_truth(self, got, what, out=None):
-        """Every domain has its true class. out: the run's directory; then a domain that got
-        no answer at all (unanswered()) is probed once more, in a scan of its own, and must
-        get its class there; at most 1% of the domains may need that. A wrong domain's
-        message names what each of its addresses got (QUIC or not, the probe's error)."""
+        """Every domain has its true class. out: the run's directory; then a domain wrong by a
+        timeout only (unanswered()) is probed once more, in a scan of its own, and must
+        get its class there; at most 5% of the domains may need that. A wrong domain's
+        message names what each of its addresses got (QUIC or not, the probe's error).
+        Still fails: any definite wrong answer, a domain that is wrong again when probed
+        again, more than 5% timing out."""
         wrong = {d: (got.get(d), want) for d, want in self.truth.items() if got.get(d) != want}
         extra = set(got) - set(self.truth)
         rescanned = {}
         if out and wrong:
             quiet = self.unanswered(wrong, out)
-            measured("domains without any answer", len(quiet), "domains", 0, None,
-                     len(self.truth) // 100, test=self)
-            if quiet and len(quiet) <= len(self.truth) // 100:
+            measured("domains wrong by a timeout only", len(quiet), "domains", 0, None,
+                     len(self.truth) // 20, test=self)
+            if quiet and len(quiet) <= len(self.truth) // 20:
                 again, again_out = self.rescan(quiet, out)
-                print(f"\n  {what}: {len(quiet)} domains got no answer at all, probed again: "
+                print(f"\n  {what}: {len(quiet)} domains wrong by a timeout only, probed again: "
                       f"{sorted(quiet)[:10]}", flush=True)
                 for d in quiet:
                     rescanned[d] = again.get(d)
