@@ -81,7 +81,10 @@ def failure_lines(output):
 
 
 def run_once(build, label, regex, junit, timeout):
-    cmd = ["ctest", "--test-dir", build, "--output-junit", junit, "--timeout", str(timeout)]
+    # ctest keeps only 1 KB of a passed test's output by default: the measured values are in
+    # the rest.
+    cmd = ["ctest", "--test-dir", build, "--output-junit", junit, "--timeout", str(timeout),
+           "--test-output-size-passed", "4000000", "--test-output-size-failed", "4000000"]
     if label:
         cmd += ["-L", label]
     if regex:
