@@ -25,6 +25,9 @@ PLACES = {
     "native_guard_tool": "tests/quicstepd/native_guard_tool",
     "udp_blaster": "tests/quicstepd/udp_blaster",
     "print_ruleset": "tests/quicstepd/print_ruleset",
+    # the TUN engine's WireGuard helper: this machine's architecture, and arm64
+    "qs-wg-helper": "client/tun/qs-wg-helper",
+    "qs-wg-helper-arm64": "client/tun/qs-wg-helper-arm64",
 }
 
 

@@ -1,0 +1,5 @@
+package android.net;
+
+public abstract class Uri {
+    public abstract String getLastPathSegment();
+}
