@@ -10,10 +10,12 @@
 #include "client/nft_rules.hpp"
 #include "client/routing.hpp"
 #include "client/policy_config.hpp"
+#include "quicstep_version.hpp"
 
 int main(int argc, char** argv) {
   using namespace quicstep::client;
   CLI::App app{"quicstepd: QUIC handshakes through the channel, QUIC data on the native path"};
+  app.set_version_flag("--version", std::string("quicstepd ") + quicstep::kVersion);
   std::string config_path = "/etc/quicstep/quicstepd.toml";
   std::string log_level = "info";
   bool cleanup = false;
