@@ -25,7 +25,7 @@ packages=(
   # plots and the compose file check
   python3 python3-matplotlib docker-compose
   # the package test (tests/package): lint, man, systemd-analyze; the scanner's image
-  lintian man-db systemd mmdebstrap umoci podman uidmap
+  lintian man-db systemd bash-completion mmdebstrap umoci podman runc uidmap
 )
 
 missing=()
