@@ -8,6 +8,7 @@
 #include <utility>  // boost 1.74 asio/awaitable.hpp needs std::exchange
 
 #include <boost/asio.hpp>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <random>
@@ -41,6 +42,16 @@ common::Timestamp steady_now() {
 }
 
 }  // namespace
+
+ConfigLoad load_daemon_config(const DaemonOptions& options) {
+  const bool absent = ::access(options.config_path.c_str(), F_OK) != 0 && errno == ENOENT;
+  ConfigLoad load = options.config_optional && absent ? parse_config("", options.config_path)
+                                                      : load_config(options.config_path);
+  DaemonSettings& d = load.config.daemon;
+  if (!options.channel_interface.empty()) d.channel_interface = options.channel_interface;
+  if (!options.wg_config.empty()) d.wg_config = options.wg_config;
+  return load;
+}
 
 std::string derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* routing) {
   const DaemonSettings& d = config.daemon;
@@ -586,7 +597,7 @@ void Daemon::Impl::reload() {
   hup.async_wait([this](const boost::system::error_code& ec, int) {
     if (!ec) reload();
   });
-  ConfigLoad load = load_config(options.config_path);
+  ConfigLoad load = load_daemon_config(options);
   if (!load.ok()) {
     for (const auto& e : load.errors) spdlog::error("reload refused: {}", e.to_string());
     return;

@@ -19,6 +19,13 @@ namespace quicstep::client {
 
 struct DaemonOptions {
   std::string config_path;                               // for SIGHUP reloads
+  // Absent file = the defaults (the default path when --config is not given); a path named
+  // on the command line must exist.
+  bool config_optional = false;
+  // The command line's values of [daemon] channel_interface and wg_config ("" = the file's),
+  // applied at start and at every reload: the template unit quicstepd@IFACE sets both.
+  std::string channel_interface;
+  std::string wg_config;
   std::string control_path = "/run/quicstep/control.sock";
   std::string state_dir = "/run/quicstep";
 };
@@ -28,6 +35,10 @@ struct DaemonOptions {
 struct RulesetSpec;
 struct RoutingSpec;
 std::string derive_specs(const Config& config, RulesetSpec* rules, RoutingSpec* routing);
+
+// The config quicstepd runs with: options.config_path (or the defaults, where it is optional
+// and absent), then the command line's [daemon] values. Errors: as load_config's.
+ConfigLoad load_daemon_config(const DaemonOptions& options);
 
 class Daemon {
  public:

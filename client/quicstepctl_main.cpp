@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <string>
+
+#include "quicstep_version.hpp"
 
 namespace {
 
@@ -89,6 +92,7 @@ void print_human(const nlohmann::json& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"quicstepctl: ask quicstepd"};
+  app.set_version_flag("--version", std::string("quicstepctl ") + quicstep::kVersion);
   std::string socket_path = "/run/quicstep/control.sock";
   bool json = false;
   app.add_option("--socket", socket_path, "control socket");

@@ -10,15 +10,23 @@
 #include "client/nft_rules.hpp"
 #include "client/routing.hpp"
 #include "client/policy_config.hpp"
+#include "quicstep_version.hpp"
 
 int main(int argc, char** argv) {
   using namespace quicstep::client;
   CLI::App app{"quicstepd: QUIC handshakes through the channel, QUIC data on the native path"};
-  std::string config_path = "/etc/quicstep/quicstepd.toml";
+  app.set_version_flag("--version", std::string("quicstepd ") + quicstep::kVersion);
   std::string log_level = "info";
   bool cleanup = false;
   DaemonOptions options;
-  app.add_option("-c,--config", config_path, "TOML config file");
+  options.config_path = "/etc/quicstep/quicstepd.toml";
+  auto* config_option = app.add_option(
+      "-c,--config", options.config_path,
+      "TOML config file (default /etc/quicstep/quicstepd.toml, or the defaults where it is absent)");
+  app.add_option("--channel-interface", options.channel_interface,
+                 "the channel's WireGuard interface, instead of [daemon] channel_interface");
+  app.add_option("--wg-config", options.wg_config,
+                 "wg-quick config to bring the channel up from, instead of [daemon] wg_config");
   app.add_flag("--cleanup", cleanup, "remove rules, routes and channel left by a crash, exit");
   // No --foreground: quicstepd never daemonizes (systemd Type=notify, or `&` in a shell).
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
@@ -30,7 +38,8 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
-  ConfigLoad load = load_config(config_path);
+  options.config_optional = config_option->count() == 0;
+  ConfigLoad load = load_daemon_config(options);
   if (!load.ok()) {
     for (const auto& e : load.errors) std::cerr << e.to_string() << "\n";
     std::cerr << "quicstepd: bad config, nothing installed\n";
@@ -47,11 +56,10 @@ int main(int argc, char** argv) {
     RulesetSpec rules;
     RoutingSpec routing;
     if (std::string why = derive_specs(load.config, &rules, &routing); !why.empty()) {
-      std::cerr << config_path << ":0: [daemon] " << why << "\nquicstepd: bad config, nothing installed\n";
+      std::cerr << options.config_path << ":0: [daemon] " << why << "\nquicstepd: bad config, nothing installed\n";
       return 2;
     }
   }
-  options.config_path = config_path;
   Daemon daemon(std::move(load.config), options);
   if (std::string why = daemon.start(); !why.empty()) {
     spdlog::error("start failed: {}", why);

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Installs every Debian package QUICstep needs to build, test and run its lab.
-# Idempotent and non-interactive; run as root on Debian bookworm.
+# Installs every Debian package QUICstep needs to build, test and run its lab: the runtime,
+# lab and packaging-test packages below, then the build dependencies, which are listed once,
+# in debian/control (apt-get build-dep). Idempotent and non-interactive; run as root on
+# Debian bookworm.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "install.sh: must run as root (it installs Debian packages)" >&2
@@ -9,20 +12,14 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 packages=(
-  # build
-  build-essential cmake pkg-config ninja-build clang llvm libclang-rt-14-dev
-  # the wire library and quicstep-inspect
-  nettle-dev libgnutls28-dev libpcap-dev
-  # command lines, config, logs, JSON, event loops
-  libcli11-dev libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev libboost-dev libsystemd-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
-  # QUIC peers and libraries
-  libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev ngtcp2-server ngtcp2-client
+  # what reads debian/control (dpkg-checkbuilddeps) and builds packages
+  dpkg-dev build-essential debhelper fakeroot
+  # QUIC peers for the lab: Debian's ngtcp2 example server and client
+  ngtcp2-server ngtcp2-client
   chromium-headless-shell
   # the router and the lab
-  libnetfilter-queue-dev libnetfilter-log-dev libmnl-dev libnftnl-dev nftables iptables iproute2 wireguard-tools wireguard-go
-  libbpf-dev bpftool dnsmasq-base tcpdump tshark iperf3 openssl
+  nftables iptables iproute2 wireguard-tools wireguard-go
+  dnsmasq-base tcpdump tshark iperf3 openssl
   # the lab tests: ping and dig inside namespaces
   iputils-ping dnsutils
   # plots and the compose file check
@@ -32,6 +29,8 @@ packages=(
   golang-go golang-golang.zx2c4-wireguard-dev qemu-user-static
   # the Android app's plain Java (client/android), compiled and unit-tested without the SDK
   openjdk-17-jdk-headless junit5
+  # the package test (tests/package): lint, man, systemd-analyze; the scanner's image
+  lintian man-db systemd bash-completion mmdebstrap umoci podman runc uidmap
 )
 
 missing=()
@@ -41,13 +40,22 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "install.sh: all ${#packages[@]} packages present"
-  exit 0
+export DEBIAN_FRONTEND=noninteractive
+updated=0
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "install.sh: installing ${#missing[@]} packages: ${missing[*]}"
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -q
+  updated=1
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "install.sh: installing ${#missing[@]} packages: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The build dependencies, every profile's (the tests' and fuzzers' too): debian/control.
+if dpkg-checkbuilddeps debian/control 2>/dev/null; then
+  echo "install.sh: all ${#packages[@]} packages and debian/control's build dependencies present"
+  exit 0
+fi
+echo "install.sh: installing debian/control's missing build dependencies"
+[[ $updated -eq 1 ]] || apt-get update -q
+apt-get build-dep -y -q --no-install-recommends ./
+dpkg-checkbuilddeps debian/control

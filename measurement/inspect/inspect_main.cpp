@@ -10,6 +10,7 @@
 #include "common/handshake_observer.hpp"
 #include "measurement/inspect/packet_report.hpp"
 #include "measurement/inspect/pcap_reader.hpp"
+#include "quicstep_version.hpp"
 
 namespace {
 
@@ -74,6 +75,7 @@ int run(const Options& options) {
 
 int main(int argc, char** argv) {
   CLI::App app{"quicstep-inspect: what a censor sees in a capture, as JSON lines"};
+  app.set_version_flag("--version", std::string("quicstep-inspect ") + quicstep::kVersion);
   Options options;
   app.add_option("pcap", options.input, "pcap or pcapng file ('-' for standard input)")->required();
   app.add_flag("--handshakes", options.only_handshakes,

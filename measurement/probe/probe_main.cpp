@@ -17,6 +17,7 @@
 
 #include "common/socket_endpoint.hpp"
 #include "measurement/probe/probe_engine.hpp"
+#include "quicstep_version.hpp"
 
 using namespace quicstep::measurement::probe;
 using quicstep::common::parse_endpoint;
@@ -55,6 +56,7 @@ void raise_fd_limit(std::size_t concurrency) {
 
 int main(int argc, char** argv) {
   CLI::App app{"quicstep-probe: QUIC connection-migration prober (one JSON line per domain)"};
+  app.set_version_flag("--version", std::string("quicstep-probe ") + quicstep::kVersion);
   std::string dns, static_hosts_file, input_file, output_file, family = "both";
   std::string local4, local6, second4, second6;
   ProbeConfig config;
