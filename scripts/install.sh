@@ -24,11 +24,6 @@ packages=(
   iputils-ping dnsutils
   # plots and the compose file check
   python3 python3-matplotlib docker-compose
-  # the TUN engine's WireGuard helper (client/tun/wg_helper): Go 1.19 over Debian's
-  # wireguard-go library, its arm64 build run under qemu-user in the tests
-  golang-go golang-golang.zx2c4-wireguard-dev qemu-user-static
-  # the Android app's plain Java (client/android), compiled and unit-tested without the SDK
-  openjdk-17-jdk-headless junit5
   # the package test (tests/package): lint, man, systemd-analyze; the scanner's image
   lintian man-db systemd bash-completion mmdebstrap umoci podman runc uidmap
 )
