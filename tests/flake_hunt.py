@@ -80,7 +80,7 @@ def failure_lines(output):
     return found
 
 
-def run_once(build, label, regex, junit, timeout):
+def run_once(build, label, regex, junit, timeout, env):
     # ctest keeps only 1 KB of a passed test's output by default: the measured values are in
     # the rest.
     cmd = ["ctest", "--test-dir", build, "--output-junit", junit, "--timeout", str(timeout),
@@ -90,7 +90,8 @@ def run_once(build, label, regex, junit, timeout):
     if regex:
         cmd += ["-R", regex]
     t0 = time.monotonic()
-    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=dict(os.environ, **env))
     took = time.monotonic() - t0
     tests = []
     if os.path.exists(junit):
@@ -201,9 +202,16 @@ def main():
     p.add_argument("--load-dir", default=os.path.join(ROOT, "build", "flake-load"),
                    help="the load's build directory (default build/flake-load)")
     p.add_argument("--timeout", type=int, default=1500, help="ctest --timeout per test")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="set for the tests, e.g. QS_PACKAGE_PREBUILT=1 (test the .debs and "
+                        "image already built instead of building them in every run)")
     p.add_argument("--out", default=os.path.join(ROOT, "tests", "results", "flake-hunt.md"),
                    help="the report (Markdown; a .json beside it)")
     args = p.parse_args()
+    bad = [e for e in args.env if "=" not in e]
+    if bad:
+        sys.exit(f"flake_hunt: --env {bad[0]!r}: NAME=VALUE")
+    env = dict(e.split("=", 1) for e in args.env)
     if os.geteuid() != 0:
         sys.exit("flake_hunt: the lab tests need root")
     if not os.path.isdir(args.build):
@@ -213,7 +221,8 @@ def main():
             "command": " ".join(["tests/flake_hunt.py", *sys.argv[1:]]),
             "commit": git_commit(), "host": os.uname().nodename, "build": args.build,
             "selection": " ".join(x for x in (f"-L {args.label}" if args.label else "",
-                                              f"-R {args.regex}" if args.regex else "") if x)
+                                              f"-R {args.regex}" if args.regex else "",
+                                              *args.env) if x)
             or "(all)"}
     load = Load(args.load, args.load_dir)
     meta["load"] = load.describe()
@@ -224,7 +233,7 @@ def main():
             started = datetime.datetime.utcnow().strftime("%H:%M")
             print(f"flake_hunt: run {i + 1}/{args.runs} ({started} UTC)", flush=True)
             run = run_once(args.build, args.label, args.regex,
-                           os.path.join(work, f"run{i + 1}.xml"), args.timeout)
+                           os.path.join(work, f"run{i + 1}.xml"), args.timeout, env)
             run["started"] = started
             run["loadavg"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
             runs.append(run)
