@@ -386,7 +386,9 @@ class Soak:
               and grew <= a.memory_slack and not problems and faults)
         self.passed = bool(ok)
         doc = {"minutes": a.minutes, "seed": a.seed, "interval_s": a.interval,
-               "faults": per, "problems": problems, "leaks": len(leaks),
+               "faults": per, "timeline": [{"fault": n, "time": t, "detail": d}
+                                            for n, t, d in self.faults],
+               "problems": problems, "leaks": len(leaks),
                "leak_examples": [{"kind": k, "packet": p} for k, p in leaks[:10]],
                "fetches": {k: {"ok": sum(1 for f in self.fetches if f[0] == k and f[4]),
                                "failed": sum(1 for f in self.fetches if f[0] == k and not f[4])}
@@ -415,6 +417,9 @@ class Soak:
             rec = f"{statistics.median(r):.2f}, {max(r):.2f}" if r else "-"
             lines.append(f"| {name} | {e['count']} | {e['ok']} | {e['failed']} | {rec} | "
                          f"{e['not_recovered']} | {e['leaks']} |")
+        t0 = faults[0][1] if faults else 0
+        lines += ["", "Faults in order: " + ", ".join(
+            f"{n} (+{t - t0:.0f} s)" for n, t, _ in faults)]
         lines += ["", "Traffic: " + ", ".join(
             f"{k} {v['ok']} ok / {v['failed']} failed" for k, v in doc["fetches"].items())]
         if problems:
