@@ -56,16 +56,24 @@ struct HandshakeObserver::Flow {
 };
 
 HandshakeObserver::HandshakeObserver(HandshakeObserverConfig config)
-    : config_(config), scratch_(kMaxDatagram) {}
+    : config_(config),
+      flows_(std::max<std::size_t>(config.max_flows, 1), FlowKeyHash{}),
+      scratch_(kMaxDatagram) {}
 
 HandshakeObserver::~HandshakeObserver() = default;
 
 std::size_t HandshakeObserver::flow_count() const { return flows_.size(); }
 
+void HandshakeObserver::forget_oldest() {
+  const FlowTable::Handle h = flows_.oldest();
+  flows_.value(h).reset();  // its handshake state goes now, not when the slot is reused
+  flows_.erase(h);
+}
+
 void HandshakeObserver::expire(Timestamp now) {
-  while (!flows_.empty() && now - flows_.back().last_seen > config_.flow_idle_timeout) {
-    index_.erase(flows_.back().key);
-    flows_.pop_back();
+  while (!flows_.empty() &&
+         now - flows_.value(flows_.oldest())->last_seen > config_.flow_idle_timeout) {
+    forget_oldest();
     ++counters_.flows_expired;
   }
 }
@@ -73,32 +81,33 @@ void HandshakeObserver::expire(Timestamp now) {
 HandshakeObserver::Flow& HandshakeObserver::flow_for(const IpPacket& packet, Timestamp now,
                                                      bool& from_client) {
   FlowKey key = FlowKey::from_client(packet);
-  auto it = index_.find(key);
+  auto h = flows_.find(key);
   from_client = true;
-  if (it == index_.end()) {
-    it = index_.find(FlowKey::from_server(packet));
+  if (h == FlowTable::npos) {
+    h = flows_.find(FlowKey::from_server(packet));
     from_client = false;
   }
-  if (it != index_.end()) {
-    flows_.splice(flows_.begin(), flows_, it->second);  // most recently seen first
-    flows_.front().last_seen = now;
-    return flows_.front();
+  if (h != FlowTable::npos) {
+    flows_.touch(h);  // most recently seen
+    Flow& flow = *flows_.value(h);
+    flow.last_seen = now;
+    return flow;
   }
   // A new flow: its first sender is the client, unless it answers from a service port
   // (a capture that starts mid-connection, or a SYN-ACK seen first).
   const bool syn_ack = packet.tcp && packet.tcp->syn() && packet.tcp->ack_flag();
   from_client = !(syn_ack || (is_service_port(packet.src_port) && !is_service_port(packet.dst_port)));
   if (!from_client) key = FlowKey::from_server(packet);
-  if (flows_.size() >= config_.max_flows && !flows_.empty()) {
-    index_.erase(flows_.back().key);
-    flows_.pop_back();
+  if (flows_.full()) {
+    forget_oldest();
     ++counters_.flows_evicted;
   }
-  flows_.emplace_front();
-  flows_.front().key = key;
-  flows_.front().last_seen = now;
-  index_.emplace(key, flows_.begin());
-  return flows_.front();
+  h = flows_.insert(key);
+  flows_.value(h) = std::make_unique<Flow>();
+  Flow& flow = *flows_.value(h);
+  flow.key = key;
+  flow.last_seen = now;
+  return flow;
 }
 
 Observation HandshakeObserver::observe(Bytes datagram, Timestamp now) {

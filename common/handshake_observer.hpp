@@ -4,22 +4,22 @@
 // its SNI and ALPN, and DNS question names. Sans-IO: packets and their time are passed in.
 //
 // quicstep-inspect prints what this returns; the lab's censor and the leak checks build on
-// it. Flow state is bounded (max_flows, LRU eviction, idle expiry).
+// it. Flow state is bounded (max_flows, LRU eviction, idle expiry): the flow table
+// (LruTable) is allocated by the constructor, each flow's handshake state when it starts.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "common/dns_message.hpp"
 #include "common/fixed_list.hpp"
 #include "common/flow_key.hpp"
 #include "common/ip_packet.hpp"
+#include "common/lru_table.hpp"
 #include "common/quic_header.hpp"
 #include "common/timestamp.hpp"
 
@@ -113,10 +113,11 @@ class HandshakeObserver {
 
  private:
   struct Flow;
-  using FlowList = std::list<Flow>;
+  using FlowTable = LruTable<FlowKey, std::unique_ptr<Flow>, FlowKeyHash>;
 
   Flow& flow_for(const IpPacket& packet, Timestamp now, bool& from_client);
   void expire(Timestamp now);
+  void forget_oldest();  // precondition: flows_ not empty
   void observe_quic(const IpPacket& packet, Flow& flow, bool from_client, Observation& out);
   // Decrypts one Initial into `seen`; returns whether it added client CRYPTO data.
   bool decrypt_and_collect(const QuicHeader& header, Flow& flow, bool from_client, QuicPacketSeen& seen);
@@ -126,8 +127,7 @@ class HandshakeObserver {
 
   HandshakeObserverConfig config_;
   HandshakeObserverCounters counters_;
-  FlowList flows_;  // most recently seen first
-  std::unordered_map<FlowKey, FlowList::iterator, FlowKeyHash> index_;
+  FlowTable flows_;  // least recently seen evicted first
   std::vector<std::uint8_t> scratch_;  // decryption buffer
 };
 

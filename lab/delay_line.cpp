@@ -42,19 +42,15 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "lab/delay_queue.hpp"
+#include "net/clock.hpp"
 
 namespace quicstep::lab {
 namespace {
 
 volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
-
-Timestamp monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return Timestamp{static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec};
-}
 
 struct Options {
   std::vector<std::string> queue_specs;
@@ -69,26 +65,37 @@ struct Options {
 // The nfqueue netlink socket: bind, receive packet ids, send verdicts. RAII.
 class NfqSocket {
  public:
-  explicit NfqSocket(int rcvbuf) : nl_(mnl_socket_open(NETLINK_NETFILTER)) {
-    if (nl_ == nullptr) throw std::runtime_error(std::string("mnl_socket_open: ") + strerror(errno));
-    if (mnl_socket_bind(nl_, 0, MNL_SOCKET_AUTOPID) < 0)
-      throw std::runtime_error(std::string("mnl_socket_bind: ") + strerror(errno));
-    portid_ = mnl_socket_get_portid(nl_);
+  using Opened = common::Result<std::unique_ptr<NfqSocket>, common::Failure>;
+  // Failures: the socket's or the bind's errno text.
+  static Opened open(int rcvbuf) {
+    std::unique_ptr<NfqSocket> s(new NfqSocket(mnl_socket_open(NETLINK_NETFILTER)));
+    if (s->nl_ == nullptr) {
+      return common::Failure(std::string("mnl_socket_open: ") + strerror(errno));
+    }
+    if (mnl_socket_bind(s->nl_, 0, MNL_SOCKET_AUTOPID) < 0) {
+      return common::Failure(std::string("mnl_socket_bind: ") + strerror(errno));
+    }
+    s->portid_ = mnl_socket_get_portid(s->nl_);
     // A large receive buffer makes ENOBUFS rare under bursts; FORCE needs CAP_NET_ADMIN.
-    if (setsockopt(fd(), SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) < 0)
-      setsockopt(fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    if (setsockopt(s->fd(), SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) < 0) {
+      setsockopt(s->fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    }
+    return s;
   }
-  ~NfqSocket() { mnl_socket_close(nl_); }
+  ~NfqSocket() {
+    if (nl_ != nullptr) mnl_socket_close(nl_);
+  }
   NfqSocket(const NfqSocket&) = delete;
   NfqSocket& operator=(const NfqSocket&) = delete;
 
   int fd() const { return mnl_socket_get_fd(nl_); }
 
-  void bind_queue(std::uint16_t queue, std::uint32_t max_len, bool fail_open) {
+  // Failures: the kernel refusing the bind or the configuration (its errno text).
+  common::Outcome bind_queue(std::uint16_t queue, std::uint32_t max_len, bool fail_open) {
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
     nlmsghdr* nlh = nfq_nlmsg_put(buf.data(), NFQNL_MSG_CONFIG, queue);
     nfq_nlmsg_cfg_put_cmd(nlh, AF_INET, NFQNL_CFG_CMD_BIND);
-    request(nlh, "bind queue " + std::to_string(queue));
+    if (auto bound = request(nlh, "bind queue " + std::to_string(queue)); !bound) return bound;
 
     nlh = nfq_nlmsg_put(buf.data(), NFQNL_MSG_CONFIG, queue);
     nfq_nlmsg_cfg_put_params(nlh, NFQNL_COPY_META, 0);
@@ -96,7 +103,7 @@ class NfqSocket {
     mnl_attr_put_u32(nlh, NFQA_CFG_FLAGS, htonl(flags));
     mnl_attr_put_u32(nlh, NFQA_CFG_MASK, htonl(NFQA_CFG_F_GSO | NFQA_CFG_F_FAIL_OPEN));
     mnl_attr_put_u32(nlh, NFQA_CFG_QUEUE_MAXLEN, htonl(max_len));
-    request(nlh, "configure queue " + std::to_string(queue));
+    return request(nlh, "configure queue " + std::to_string(queue));
   }
 
   // verdict for one packet (drops), or for every packet up to id (batch releases)
@@ -118,15 +125,20 @@ class NfqSocket {
   std::uint32_t portid() const { return portid_; }
 
  private:
-  void request(nlmsghdr* nlh, const std::string& what) {
+  explicit NfqSocket(mnl_socket* nl) : nl_(nl) {}
+
+  common::Outcome request(nlmsghdr* nlh, const std::string& what) {
     nlh->nlmsg_flags |= NLM_F_ACK;
     nlh->nlmsg_seq = ++seq_;
-    if (mnl_socket_sendto(nl_, nlh, nlh->nlmsg_len) < 0)
-      throw std::runtime_error(what + ": " + strerror(errno));
+    if (mnl_socket_sendto(nl_, nlh, nlh->nlmsg_len) < 0) {
+      return common::Failure(what + ": " + strerror(errno));
+    }
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
     ssize_t n = mnl_socket_recvfrom(nl_, buf.data(), buf.size());
-    if (n < 0 || mnl_cb_run(buf.data(), n, seq_, portid_, nullptr, nullptr) < 0)
-      throw std::runtime_error(what + ": " + strerror(errno));
+    if (n < 0 || mnl_cb_run(buf.data(), n, seq_, portid_, nullptr, nullptr) < 0) {
+      return common::Failure(what + ": " + strerror(errno));
+    }
+    return {};
   }
 
   mnl_socket* nl_;
@@ -257,7 +269,7 @@ bool drain(Runtime& rt, std::vector<char>& buf) {
       std::fprintf(stderr, "qs_delay_line: recv: %s\n", strerror(errno));
       return false;
     }
-    rt.now = monotonic_now();
+    rt.now = net::monotonic_now();
     if (mnl_cb_run(buf.data(), n, 0, rt.sock.portid(), on_packet, &rt) < 0) ++rt.bad_messages;
   }
   return true;
@@ -266,10 +278,10 @@ bool drain(Runtime& rt, std::vector<char>& buf) {
 // Release what is due, sleep until the next due time or a packet, repeat until a signal.
 int event_loop(Runtime& rt, const std::string& stats_file, const sigset_t& wait_mask) {
   std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 16);
-  Timestamp last_stats = monotonic_now();
+  Timestamp last_stats = net::monotonic_now();
   int status = 0;
   while (!g_stop) {
-    Timestamp now = monotonic_now();
+    Timestamp now = net::monotonic_now();
     release(rt, now);
     auto next = rt.dq.next_expiry();
     std::int64_t wait_ns = next ? std::max<std::int64_t>(0, (*next - now).count()) : 1'000'000'000;
@@ -280,9 +292,9 @@ int event_loop(Runtime& rt, const std::string& stats_file, const sigset_t& wait_
       status = 1;
       break;
     }
-    if (!stats_file.empty() && (monotonic_now() - last_stats).count() > 1'000'000'000) {
+    if (!stats_file.empty() && (net::monotonic_now() - last_stats).count() > 1'000'000'000) {
       write_stats(rt, stats_file);
-      last_stats = monotonic_now();
+      last_stats = net::monotonic_now();
     }
   }
   // Let everything held go before the socket closes (the kernel would drop it).
@@ -298,8 +310,19 @@ int run(const Options& opt) {
   sigset_t wait_mask = install_signals();
 
   DelayQueue dq(queues, opt.max_held);
-  NfqSocket sock(opt.rcvbuf);
-  for (const auto& q : queues) sock.bind_queue(q.queue, static_cast<std::uint32_t>(opt.max_held), opt.fail_open);
+  auto opened = NfqSocket::open(opt.rcvbuf);
+  if (!opened) {
+    std::fprintf(stderr, "qs_delay_line: %s\n", opened.error().message.c_str());
+    return 1;
+  }
+  NfqSocket& sock = **opened;
+  for (const auto& q : queues) {
+    auto bound = sock.bind_queue(q.queue, static_cast<std::uint32_t>(opt.max_held), opt.fail_open);
+    if (!bound) {
+      std::fprintf(stderr, "qs_delay_line: %s\n", bound.error().message.c_str());
+      return 1;
+    }
+  }
   Runtime rt{dq, sock, std::mt19937_64(opt.seed ? opt.seed : std::random_device{}())};
   std::printf("ready: %zu queue(s)\n", queues.size());
   std::fflush(stdout);
@@ -323,10 +346,5 @@ int main(int argc, char** argv) {
   app.add_option("--rt-priority", opt.rt_priority, "SCHED_FIFO priority (1-99); 0: normal scheduling")
       ->check(CLI::Range(0, 99));
   CLI11_PARSE(app, argc, argv);
-  try {
-    return quicstep::lab::run(opt);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "qs_delay_line: %s\n", e.what());
-    return 1;
-  }
+  return quicstep::lab::run(opt);
 }

@@ -24,10 +24,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/error.hpp"
 
 namespace {
 
@@ -37,18 +38,31 @@ std::int64_t realtime_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-// Creates a UDP socket inside the named namespace (then returns to ours).
-int socket_in(const std::string& netns, int family) {
-  int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-  int target = open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
-  if (self < 0 || target < 0) throw std::runtime_error("cannot open namespace `" + netns + "'");
-  if (setns(target, CLONE_NEWNET) < 0) throw std::runtime_error("setns " + netns + ": " + strerror(errno));
-  int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  int err = errno;
+// Creates a UDP socket inside the named namespace (then returns to ours). Failures: the
+// namespace cannot be opened or entered, the socket's errno text.
+quicstep::common::Result<int, quicstep::common::Failure> socket_in(const std::string& netns,
+                                                                   int family) {
+  using quicstep::common::Failure;
+  const int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  const int target = open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+  auto close_both = [&] {
+    if (self >= 0) close(self);
+    if (target >= 0) close(target);
+  };
+  if (self < 0 || target < 0) {
+    close_both();
+    return Failure("cannot open namespace `" + netns + "'");
+  }
+  if (setns(target, CLONE_NEWNET) < 0) {
+    Failure failure("setns " + netns + ": " + strerror(errno));
+    close_both();
+    return failure;
+  }
+  const int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const int err = errno;
   setns(self, CLONE_NEWNET);
-  close(self);
-  close(target);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + strerror(err));
+  close_both();
+  if (fd < 0) return Failure(std::string("socket: ") + strerror(err));
   return fd;
 }
 
@@ -203,14 +217,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "qs_owd_probe: not an IPv4 or IPv6 address: `%s'\n", dst_text.c_str());
     return 2;
   }
-  int rx, tx;
-  try {
-    rx = socket_in(to, dst.family);
-    tx = socket_in(from, dst.family);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "qs_owd_probe: %s\n", e.what());
+  const auto rx_socket = socket_in(to, dst.family);
+  const auto tx_socket = rx_socket ? socket_in(from, dst.family) : rx_socket;
+  if (!tx_socket) {
+    std::fprintf(stderr, "qs_owd_probe: %s\n", tx_socket.error().message.c_str());
     return 1;
   }
+  const int rx = *rx_socket, tx = *tx_socket;
   int on = 1;
   setsockopt(rx, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
   int rcvbuf = 8 << 20;

@@ -1,6 +1,6 @@
 """Throwaway namespace pairs for lab tests and benchmarks that do not use the shared lab.
 
-Each caller (tests/server_testbed/srvt_env.py, tests/probe/prb_env.py,
+Each caller (server_testbed/bench/srvt_env.py, tests/probe/prb_env.py,
 server_testbed/bench/flood_env.py, measurement/scan/lab_population.py) keeps its own names,
 addresses and topology; this module holds only the steps they share: running a command (in a
 namespace), removing namespaces by name after killing the processes inside them by PID, and a

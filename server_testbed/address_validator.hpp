@@ -69,7 +69,9 @@ class AddressValidator {
   token::ReplayGuard replay_;
 };
 
-// Wall-clock milliseconds since the epoch (tokens cross processes: gate and workers).
+// Wall-clock milliseconds since the epoch. Tokens carry wall time, not the tree's monotonic
+// common::Timestamp: a token minted by one process (the gate, a worker, an earlier run) is
+// checked by another, and a monotonic clock means nothing outside its boot.
 std::uint64_t wall_clock_ms();
 
 }  // namespace quicstep::server_testbed

@@ -1,11 +1,11 @@
 #include "server_testbed/connection.hpp"
 
-#include <gnutls/crypto.h>
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 
+#include "quic/path.hpp"
+#include "quic/crypto_callbacks.hpp"
 #include "server_testbed/worker.hpp"
 
 namespace quicstep::server_testbed {
@@ -34,9 +34,6 @@ int cb_stream_reset(ngtcp2_conn*, int64_t id, uint64_t, uint64_t, void* ud, void
 }
 int cb_stop_sending(ngtcp2_conn*, int64_t id, uint64_t, void* ud, void*) {
   return self(ud)->on_stream_shutdown_read(id) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
-}
-void cb_rand(uint8_t* dest, size_t len, const ngtcp2_rand_ctx*) {
-  gnutls_rnd(GNUTLS_RND_NONCE, dest, len);
 }
 int cb_new_cid(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t cidlen, void* ud) {
   return self(ud)->on_new_cid(cid, token, cidlen) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
@@ -67,36 +64,21 @@ ngtcp2_conn* get_conn(ngtcp2_crypto_conn_ref* ref) {
 
 ngtcp2_callbacks make_callbacks() {
   ngtcp2_callbacks cb{};
+  quic::set_crypto_callbacks(cb);
   cb.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
-  cb.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
   cb.handshake_completed = cb_handshake_completed;
-  cb.encrypt = ngtcp2_crypto_encrypt_cb;
-  cb.decrypt = ngtcp2_crypto_decrypt_cb;
-  cb.hp_mask = ngtcp2_crypto_hp_mask_cb;
   cb.recv_stream_data = cb_recv_stream_data;
   cb.acked_stream_data_offset = cb_acked_offset;
   cb.stream_close = cb_stream_close;
-  cb.rand = cb_rand;
   cb.get_new_connection_id = cb_new_cid;
   cb.remove_connection_id = cb_remove_cid;
-  cb.update_key = ngtcp2_crypto_update_key_cb;
   cb.path_validation = cb_path_validation;
   cb.stream_reset = cb_stream_reset;
   cb.extend_max_remote_streams_bidi = cb_extend_bidi;
   cb.extend_max_stream_data = cb_extend_stream_data;
-  cb.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
-  cb.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
-  cb.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
   cb.stream_stop_sending = cb_stop_sending;
-  cb.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
   cb.recv_tx_key = cb_recv_tx_key;
   return cb;
-}
-
-ngtcp2_path make_path(sockaddr_storage& local, sockaddr_storage& remote) {
-  return ngtcp2_path{{reinterpret_cast<sockaddr*>(&local), sockaddr_len(local)},
-                     {reinterpret_cast<sockaddr*>(&remote), sockaddr_len(remote)},
-                     nullptr};
 }
 
 }  // namespace
@@ -143,7 +125,7 @@ int Connection::init(const AcceptInfo& info, ngtcp2_tstamp now) {
   }
 
   const ngtcp2_callbacks callbacks = make_callbacks();
-  ngtcp2_path path = make_path(local_, original_remote_);
+  ngtcp2_path path = quic::make_path(local_, original_remote_);
   if (ngtcp2_conn_server_new(&conn_, &info.hd.scid, &scid_, &path, info.hd.version, &callbacks,
                              &settings, &params, nullptr, this) != 0) {
     return -1;
@@ -172,7 +154,7 @@ Connection::Status Connection::on_datagram(const sockaddr_storage& from, const s
     return Status::ok;
   }
   sockaddr_storage remote = from;
-  ngtcp2_path path = make_path(local_, remote);
+  ngtcp2_path path = quic::make_path(local_, remote);
   ngtcp2_pkt_info pi{};
   pi.ecn = ecn;
   const int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, data, len, now);
@@ -229,8 +211,7 @@ Connection::Status Connection::fail_application(int h3err, ngtcp2_tstamp now) {
 }
 
 void Connection::send(const ngtcp2_path& path, const std::uint8_t* data, std::size_t len) {
-  sockaddr_storage to{};
-  std::memcpy(&to, path.remote.addr, std::min<std::size_t>(path.remote.addrlen, sizeof(to)));
+  const sockaddr_storage to = quic::to_sockaddr(path.remote);
   worker_.send(data, len, send_address(worker_.config().migration, original_remote_, to));
 }
 

@@ -12,32 +12,28 @@ namespace quicstep::server_testbed {
 
 namespace {
 
-bool make_addr(const std::string& path, sockaddr_un* addr, std::string* error) {
+common::Outcome make_addr(const std::string& path, sockaddr_un* addr) {
   *addr = {};
   addr->sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr->sun_path)) {
-    *error = path + ": path too long";
-    return false;
-  }
+  if (path.size() >= sizeof(addr->sun_path)) return common::Failure(path + ": path too long");
   std::memcpy(addr->sun_path, path.c_str(), path.size() + 1);
-  return true;
+  return {};
 }
 
 constexpr std::size_t kFds = 3;
 
 }  // namespace
 
-std::unique_ptr<MapShare> MapShare::start(const std::string& path, GateMapFds fds,
-                                          std::string* error) {
+MapShare::Started MapShare::start(const std::string& path, GateMapFds fds) {
   sockaddr_un addr{};
-  if (!make_addr(path, &addr, error)) return nullptr;
+  if (auto made = make_addr(path, &addr); !made) return made.error();
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   unlink(path.c_str());
   if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       listen(fd, 8) != 0) {
-    *error = path + ": " + std::strerror(errno);
+    common::Failure failure(path + ": " + std::strerror(errno));
     if (fd >= 0) close(fd);
-    return nullptr;
+    return failure;
   }
   return std::unique_ptr<MapShare>(new MapShare(path, fd, fds));
 }
@@ -77,14 +73,14 @@ void MapShare::serve() {
   }
 }
 
-bool receive_gate_maps(const std::string& path, GateMapFds* out, std::string* error) {
+common::Outcome receive_gate_maps(const std::string& path, GateMapFds* out) {
   sockaddr_un addr{};
-  if (!make_addr(path, &addr, error)) return false;
+  if (auto made = make_addr(path, &addr); !made) return made;
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    *error = path + ": " + std::strerror(errno);
+    common::Failure failure(path + ": " + std::strerror(errno));
     if (fd >= 0) close(fd);
-    return false;
+    return failure;
   }
   int fds[kFds] = {-1, -1, -1};
   char control[CMSG_SPACE(sizeof(fds))] = {};
@@ -100,12 +96,11 @@ bool receive_gate_maps(const std::string& path, GateMapFds* out, std::string* er
   cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
   if (n != 1 || cmsg == nullptr || cmsg->cmsg_type != SCM_RIGHTS ||
       cmsg->cmsg_len != CMSG_LEN(sizeof(fds))) {
-    *error = path + ": no map fds received";
-    return false;
+    return common::Failure(path + ": no map fds received");
   }
   std::memcpy(fds, CMSG_DATA(cmsg), sizeof(fds));
   *out = GateMapFds{fds[0], fds[1], fds[2]};
-  return true;
+  return {};
 }
 
 }  // namespace quicstep::server_testbed

@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "common/error.hpp"
+
 namespace quicstep::server_testbed {
 
 // The maps, in this order, in every message.
@@ -22,9 +24,10 @@ struct GateMapFds {
 class MapShare {
  public:
   // Listens on path (replacing a stale socket) and serves fds from a thread until destroyed.
-  // nullptr with *error. The fds stay owned by the caller.
-  static std::unique_ptr<MapShare> start(const std::string& path, GateMapFds fds,
-                                         std::string* error);
+  // Failures: the path too long for a unix socket, socket/bind/listen's errno text. The
+  // fds stay owned by the caller.
+  using Started = common::Result<std::unique_ptr<MapShare>, common::Failure>;
+  static Started start(const std::string& path, GateMapFds fds);
   ~MapShare();
   MapShare(const MapShare&) = delete;
   MapShare& operator=(const MapShare&) = delete;
@@ -39,7 +42,8 @@ class MapShare {
   std::thread thread_;
 };
 
-// Connects to path and receives the three fds (the caller owns them). false with *error.
-bool receive_gate_maps(const std::string& path, GateMapFds* out, std::string* error);
+// Connects to path and receives the three fds (the caller owns them). Failures: the path,
+// the connection's errno text, no fds received.
+common::Outcome receive_gate_maps(const std::string& path, GateMapFds* out);
 
 }  // namespace quicstep::server_testbed

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <string_view>
 
+#include "quic/http3.hpp"
+
 namespace quicstep::server_testbed {
 
 namespace {
@@ -73,12 +75,6 @@ nghttp3_ssize cb_read_data(nghttp3_conn*, int64_t, nghttp3_vec* vec, size_t vecc
   return session_of(ud)->read_body(req_of(sud), vec, veccnt, flags);
 }
 
-nghttp3_nv make_nv(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
-          value.size(), NGHTTP3_NV_FLAG_NONE};
-}
-
 // N of "/bytes/N", whole string consumed; nullopt otherwise.
 std::optional<std::uint64_t> bytes_request(std::string_view path) {
   constexpr std::string_view prefix = "/bytes/";
@@ -144,15 +140,7 @@ int Http3Session::setup() {
   }
   const auto* params = ngtcp2_conn_get_local_transport_params(conn_);
   nghttp3_conn_set_max_client_streams_bidi(h3_, params->initial_max_streams_bidi);
-  int64_t ctrl = 0, enc = 0, dec = 0;
-  if (ngtcp2_conn_open_uni_stream(conn_, &ctrl, nullptr) != 0 ||
-      nghttp3_conn_bind_control_stream(h3_, ctrl) != 0 ||
-      ngtcp2_conn_open_uni_stream(conn_, &enc, nullptr) != 0 ||
-      ngtcp2_conn_open_uni_stream(conn_, &dec, nullptr) != 0 ||
-      nghttp3_conn_bind_qpack_streams(h3_, enc, dec) != 0) {
-    return -1;
-  }
-  return 0;
+  return quic::bind_http3_streams(conn_, h3_);
 }
 
 Http3Session::Request* Http3Session::begin_request(std::int64_t stream_id) {
@@ -182,9 +170,9 @@ int Http3Session::on_end_stream(Request* req) {
 int Http3Session::respond(Request* req, int status, std::uint64_t length, bool body) {
   const std::string status_text = std::to_string(status);
   const std::string length_text = std::to_string(length);  // also for HEAD
-  const std::array<nghttp3_nv, 3> nva{make_nv(":status", status_text),
-                                      make_nv("server", "quicstep-server"),
-                                      make_nv("content-length", length_text)};
+  const std::array<nghttp3_nv, 3> nva{quic::header(":status", status_text),
+                                      quic::header("server", "quicstep-server"),
+                                      quic::header("content-length", length_text)};
   nghttp3_data_reader reader{cb_read_data};
   const bool has_body = body && length > 0;
   return nghttp3_conn_submit_response(h3_, req->stream_id, nva.data(), nva.size(),

@@ -31,8 +31,4 @@ bool disables_active_migration(MigrationPolicy policy);
 const sockaddr_storage& send_address(MigrationPolicy policy, const sockaddr_storage& original,
                                      const sockaddr_storage& path_remote);
 
-// Address equality helpers (family, address, and port for same_endpoint).
-bool same_ip(const sockaddr_storage& a, const sockaddr_storage& b);
-bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b);
-
 }  // namespace quicstep::server_testbed

@@ -24,28 +24,30 @@
 #include <thread>
 #include <vector>
 
+#include "net/clock.hpp"
+#include "net/socket_endpoint.hpp"
 #include "server_testbed/gate_forward.hpp"
 #include "server_testbed/gate_map_share.hpp"
-#include "server_testbed/steering_loader.hpp"
-#include "common/socket_endpoint.hpp"
 #include "server_testbed/stats_file.hpp"
+#include "server_testbed/steering_loader.hpp"
 #include "server_testbed/token/master_key.hpp"
 #include "server_testbed/worker.hpp"
 
 namespace qs = quicstep::server_testbed;
+namespace common = quicstep::common;
 
 namespace {
 
-// "198.18.210.10:443" or "[2001:db8:210::10]:443" (port 443 when omitted); false with
-// *error quoting the value.
-bool parse_endpoint(const std::string& text, sockaddr_storage* out, std::string* error) {
-  const auto endpoint = quicstep::common::parse_endpoint(text, 443);
+// "198.18.210.10:443" or "[2001:db8:210::10]:443" (port 443 when omitted); the failure quotes
+// the value.
+common::Outcome parse_endpoint(const std::string& text, sockaddr_storage* out) {
+  const auto endpoint = quicstep::net::parse_endpoint(text, 443);
   if (!endpoint) {
-    *error = "--listen: not address[:port] or [v6-address][:port] (port 1-65535): `" + text + "'";
-    return false;
+    return common::Failure("--listen: not address[:port] or [v6-address][:port] (port 1-65535): `" +
+                           text + "'");
   }
   *out = *endpoint;
-  return true;
+  return {};
 }
 
 nlohmann::json stats_json(const qs::ServerConfig& cfg, const std::vector<std::unique_ptr<qs::Worker>>& workers,
@@ -119,14 +121,14 @@ void add_options(CLI::App& app, qs::ServerConfig& cfg, RawOptions& raw) {
       ->check(CLI::Range(1.0, 86400.0 * 30));
 }
 
-// Completes cfg from raw; false with *error quoting the bad value.
-bool finish_config(const RawOptions& raw, qs::ServerConfig& cfg, std::string* error) {
-  if (!parse_endpoint(raw.listen, &cfg.listen, error)) return false;
-  cfg.listen_len = qs::sockaddr_len(cfg.listen);
+// Completes cfg from raw; the failure quotes the bad value.
+common::Outcome finish_config(const RawOptions& raw, qs::ServerConfig& cfg) {
+  if (auto parsed = parse_endpoint(raw.listen, &cfg.listen); !parsed) return parsed;
+  cfg.listen_len = quicstep::net::sockaddr_len(cfg.listen);
   const auto policy = qs::parse_migration_policy(raw.migration);
   if (!policy) {
-    *error = "--migration is not full|port-only|none|stale-path: `" + raw.migration + "'";
-    return false;
+    return common::Failure("--migration is not full|port-only|none|stale-path: `" + raw.migration +
+                           "'");
   }
   cfg.migration = *policy;
   cfg.token.retry_lifetime_ms = static_cast<std::uint64_t>(raw.retry_token_lifetime_s * 1000);
@@ -134,21 +136,20 @@ bool finish_config(const RawOptions& raw, qs::ServerConfig& cfg, std::string* er
   cfg.token.key_period_ms = static_cast<std::uint64_t>(raw.key_period_s * 1000);
   if (!cfg.gate_name.empty()) {
     if (!qs::valid_gate_name(cfg.gate_name)) {
-      *error = "--gate: not 1-32 letters, digits, - or _: `" + cfg.gate_name + "'";
-      return false;
+      return common::Failure("--gate: not 1-32 letters, digits, - or _: `" + cfg.gate_name + "'");
     }
     if (raw.master_key_file.empty()) {
-      *error = "--gate needs --master-key FILE (the gate verifies the workers' tokens)";
-      return false;
+      return common::Failure(
+          "--gate needs --master-key FILE (the gate verifies the workers' tokens)");
     }
     if (raw.no_steering) {
-      *error = "--gate needs the steering program (drop --no-steering)";
-      return false;
+      return common::Failure("--gate needs the steering program (drop --no-steering)");
     }
   }
   if (!raw.master_key_file.empty()) {
-    cfg.master_key = qs::token::load_master_key(raw.master_key_file, error);
-    if (cfg.master_key.empty()) return false;
+    auto key = qs::token::load_master_key(raw.master_key_file);
+    if (!key) return key.error();
+    cfg.master_key = std::move(*key);
   } else {
     cfg.master_key.resize(qs::token::kMasterKeyMin);
     gnutls_rnd(GNUTLS_RND_KEY, cfg.master_key.data(), cfg.master_key.size());
@@ -162,20 +163,18 @@ bool finish_config(const RawOptions& raw, qs::ServerConfig& cfg, std::string* er
     std::uint64_t key = 0;
     const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), key, 16);
     if (ec != std::errc() || end != hex.data() + hex.size() || hex.size() != 16) {
-      *error = "--cid-key is not 16 hex digits: `" + hex + "'";
-      return false;
+      return common::Failure("--cid-key is not 16 hex digits: `" + hex + "'");
     }
     cfg.cid.key = key;
   }
-  return true;
+  return {};
 }
 
 // Loads the program, fills its config and sockarray, attaches it to the group.
-std::unique_ptr<qs::Steering> start_steering(const qs::ServerConfig& cfg,
-                                             const std::vector<std::unique_ptr<qs::Worker>>& workers,
-                                             std::string* error) {
-  auto loaded = qs::Steering::open(error);
-  if (!loaded) return nullptr;
+common::Result<std::unique_ptr<qs::Steering>, common::Failure> start_steering(
+    const qs::ServerConfig& cfg, const std::vector<std::unique_ptr<qs::Worker>>& workers) {
+  auto loaded = qs::Steering::open();
+  if (!loaded) return loaded.error();
   std::unique_ptr<qs::Steering> steering = std::move(*loaded);
   qs_steer_config bpf_cfg = qs::to_bpf_config(cfg.cid, true);
   bpf_cfg.gate = cfg.gate_name.empty() ? 0 : 1;
@@ -184,37 +183,32 @@ std::unique_ptr<qs::Steering> start_steering(const qs::ServerConfig& cfg,
     ok = static_cast<bool>(steering->add_socket(i, workers[i]->fd()));
   }
   ok = ok && static_cast<bool>(steering->attach(workers[0]->fd()));
-  if (!ok) {
-    *error = std::strerror(errno);
-    return nullptr;
-  }
+  if (!ok) return common::Failure(std::strerror(errno));
   return steering;
 }
 
 // Gate mode: serves the maps to quicstep-gate and gives each worker its unix datagram
-// socket for forwarded Initials. nullptr with *error.
-std::unique_ptr<qs::MapShare> start_gate_side(const qs::ServerConfig& cfg, qs::Steering& steering,
-                     const std::vector<std::unique_ptr<qs::Worker>>& workers, std::string* error) {
+// socket for forwarded Initials.
+qs::MapShare::Started start_gate_side(const qs::ServerConfig& cfg, qs::Steering& steering,
+                                      const std::vector<std::unique_ptr<qs::Worker>>& workers) {
   const std::string dir = qs::gate_run_dir(cfg.gate_name);
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    *error = dir + ": " + std::strerror(errno);
-    return nullptr;
+    return common::Failure(dir + ": " + std::strerror(errno));
   }
   for (std::uint32_t i = 0; i < workers.size(); ++i) {
     const std::string path = qs::gate_worker_socket(cfg.gate_name, i);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof(addr.sun_path)) {
-      *error = path + ": path too long";
-      return nullptr;
+      return common::Failure(path + ": path too long");
     }
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     unlink(path.c_str());
     if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      *error = path + ": " + std::strerror(errno);
+      common::Failure failure(path + ": " + std::strerror(errno));
       if (fd >= 0) close(fd);
-      return nullptr;
+      return failure;
     }
     const int rcvbuf = 4 << 20;  // the bounded queue: beyond it the gate counts queue_full
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
@@ -229,10 +223,9 @@ std::unique_ptr<qs::MapShare> start_gate_side(const qs::ServerConfig& cfg, qs::S
               << ": each worker's queue of forwarded Initials holds that many; raise it in"
                  " this namespace (sysctl -w net.unix.max_dgram_qlen=1024) for bursts\n";
   }
-  return qs::MapShare::start(qs::gate_maps_socket(cfg.gate_name),
-                             {steering.sockets_map_fd(), steering.config_map_fd(),
-                              steering.allow_map_fd()},
-                             error);
+  return qs::MapShare::start(
+      qs::gate_maps_socket(cfg.gate_name),
+      {steering.sockets_map_fd(), steering.config_map_fd(), steering.allow_map_fd()});
 }
 
 void stop_gate_side(const qs::ServerConfig& cfg, std::uint32_t workers) {
@@ -244,14 +237,14 @@ void stop_gate_side(const qs::ServerConfig& cfg, std::uint32_t workers) {
 void wait_for_stop(const qs::ServerConfig& cfg, const sigset_t& stop_signals,
                    const std::vector<std::unique_ptr<qs::Worker>>& workers,
                    const qs::Steering* steering) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = quicstep::net::monotonic_now();
   for (;;) {
     timespec one_second{1, 0};
     const int sig = sigtimedwait(&stop_signals, nullptr, &one_second);
     qs::write_stats(cfg.stats_file, stats_json(cfg, workers, steering));
     if (sig == SIGINT || sig == SIGTERM) return;
     if (cfg.duration_s > 0 &&
-        std::chrono::steady_clock::now() - start >= std::chrono::seconds(cfg.duration_s)) {
+        quicstep::net::monotonic_now() - start >= std::chrono::seconds(cfg.duration_s)) {
       return;
     }
   }
@@ -265,9 +258,8 @@ int main(int argc, char** argv) {
   RawOptions raw;
   add_options(app, cfg, raw);
   CLI11_PARSE(app, argc, argv);
-  std::string error;
-  if (!finish_config(raw, cfg, &error)) {
-    std::cerr << "quicstep-server: " << error << "\n";
+  if (auto finished = finish_config(raw, cfg); !finished) {
+    std::cerr << "quicstep-server: " << finished.error().message << "\n";
     return 2;
   }
   auto codec = qs::CidCodec::create(cfg.cid);
@@ -276,11 +268,12 @@ int main(int argc, char** argv) {
               << "; obfuscation needs >= 10)\n";
     return 2;
   }
-  auto tls = qs::TlsContext::load(cfg.cert_file, cfg.key_file, &error);
-  if (!tls) {
-    std::cerr << "quicstep-server: " << error << "\n";
+  auto loaded_tls = qs::TlsContext::load(cfg.cert_file, cfg.key_file);
+  if (!loaded_tls) {
+    std::cerr << "quicstep-server: " << loaded_tls.error().message << "\n";
     return 1;
   }
+  std::unique_ptr<qs::TlsContext> tls = std::move(*loaded_tls);
   qs::StaticSecret secret{};
   gnutls_rnd(GNUTLS_RND_KEY, secret.data(), secret.size());
 
@@ -293,27 +286,33 @@ int main(int argc, char** argv) {
 
   std::vector<std::unique_ptr<qs::Worker>> workers;
   for (std::uint32_t i = 0; i < cfg.workers; ++i) {
-    auto sock = qs::UdpSocket::open_reuseport(cfg.listen, cfg.listen_len, &error);
-    if (!sock.valid()) {
-      std::cerr << "quicstep-server: " << qs::to_string(cfg.listen) << ": " << error << "\n";
+    auto sock = quicstep::net::UdpSocket::open_reuseport(cfg.listen, cfg.listen_len);
+    if (!sock) {
+      std::cerr << "quicstep-server: " << quicstep::net::to_string(cfg.listen) << ": "
+                << sock.error().message << "\n";
       return 1;
     }
-    workers.push_back(std::make_unique<qs::Worker>(i, cfg, *codec, *tls, secret, std::move(sock)));
+    workers.push_back(std::make_unique<qs::Worker>(i, cfg, *codec, *tls, secret, std::move(*sock)));
   }
   std::unique_ptr<qs::Steering> steering;
   if (cfg.steering) {
-    steering = start_steering(cfg, workers, &error);
-    if (!steering) {
-      std::cerr << "quicstep-server: steering program: " << error << "\n";
+    auto started = start_steering(cfg, workers);
+    if (!started) {
+      std::cerr << "quicstep-server: steering program: " << started.error().message << "\n";
       return 1;
     }
+    steering = std::move(*started);
   }
   std::unique_ptr<qs::MapShare> map_share;
-  if (!cfg.gate_name.empty() &&
-      !(map_share = start_gate_side(cfg, *steering, workers, &error))) {
-    std::cerr << "quicstep-server: --gate " << cfg.gate_name << ": " << error << "\n";
-    stop_gate_side(cfg, cfg.workers);
-    return 1;
+  if (!cfg.gate_name.empty()) {
+    auto started = start_gate_side(cfg, *steering, workers);
+    if (!started) {
+      std::cerr << "quicstep-server: --gate " << cfg.gate_name << ": " << started.error().message
+                << "\n";
+      stop_gate_side(cfg, cfg.workers);
+      return 1;
+    }
+    map_share = std::move(*started);
   }
 
   std::atomic<bool> stop{false};
@@ -328,7 +327,7 @@ int main(int argc, char** argv) {
       pthread_setaffinity_np(threads.back().native_handle(), sizeof(set), &set);
     }
   }
-  std::cerr << "quicstep-server: " << cfg.workers << " workers on " << qs::to_string(cfg.listen)
+  std::cerr << "quicstep-server: " << cfg.workers << " workers on " << quicstep::net::to_string(cfg.listen)
             << ", steering " << (steering ? "on" : "off") << ", migration " << raw.migration
             << ", retry " << (cfg.retry ? "on" : "off") << ", gate "
             << (cfg.gate_name.empty() ? "none" : cfg.gate_name) << "\n";

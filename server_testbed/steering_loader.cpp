@@ -16,12 +16,9 @@ namespace quicstep::server_testbed {
 using common::Error;
 using common::Result;
 
-Result<std::unique_ptr<Steering>> Steering::open(std::string* errno_text) {
+Result<std::unique_ptr<Steering>, common::Failure> Steering::open() {
   ::steering* skel = steering__open_and_load();
-  if (skel == nullptr) {
-    if (errno_text) *errno_text = std::strerror(errno);
-    return Error::unsupported;
-  }
+  if (skel == nullptr) return common::Failure(std::strerror(errno));
   return std::unique_ptr<Steering>(new Steering(skel));
 }
 

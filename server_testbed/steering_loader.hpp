@@ -19,9 +19,9 @@ namespace quicstep::server_testbed {
 
 class Steering {
  public:
-  // Loads the program and maps into the kernel. Errors: unsupported (no BPF: not root,
-  // kernel without SK_REUSEPORT; errno_text() says why).
-  static common::Result<std::unique_ptr<Steering>> open(std::string* errno_text);
+  // Loads the program and maps into the kernel. Failure: the errno text of the refusal (no
+  // BPF: not root, a kernel without SK_REUSEPORT).
+  static common::Result<std::unique_ptr<Steering>, common::Failure> open();
   ~Steering();
   Steering(const Steering&) = delete;
   Steering& operator=(const Steering&) = delete;

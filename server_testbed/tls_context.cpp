@@ -5,14 +5,12 @@
 
 #include <cstring>
 
+#include "quic/tls_priority.hpp"
+
 namespace quicstep::server_testbed {
 
 namespace {
 
-constexpr char kPriority[] =
-    "%DISABLE_TLS13_COMPAT_MODE:NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:"
-    "+AES-256-GCM:+CHACHA20-POLY1305:+AES-128-CCM:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:"
-    "+GROUP-SECP384R1:+GROUP-SECP521R1";
 constexpr char kAlpnH3[] = "h3";
 
 // GnuTLS asks to remember each 0-RTT ClientHello within its window; nothing is stored, so
@@ -30,27 +28,22 @@ int client_hello_cb(gnutls_session_t session, unsigned int, unsigned, unsigned i
 
 }  // namespace
 
-std::unique_ptr<TlsContext> TlsContext::load(const std::string& cert_file,
-                                             const std::string& key_file, std::string* error) {
+TlsContext::Loaded TlsContext::load(const std::string& cert_file, const std::string& key_file) {
   std::unique_ptr<TlsContext> ctx(new TlsContext());
   if (int rv = gnutls_certificate_allocate_credentials(&ctx->cred_); rv != 0) {
-    if (error) *error = std::string("credentials: ") + gnutls_strerror(rv);
-    return nullptr;
+    return common::Failure(std::string("credentials: ") + gnutls_strerror(rv));
   }
   if (int rv = gnutls_certificate_set_x509_key_file(ctx->cred_, cert_file.c_str(),
                                                     key_file.c_str(), GNUTLS_X509_FMT_PEM);
       rv != 0) {
-    if (error) *error = "certificate `" + cert_file + "' / key `" + key_file + "': " +
-                        gnutls_strerror(rv);
-    return nullptr;
+    return common::Failure("certificate `" + cert_file + "' / key `" + key_file +
+                           "': " + gnutls_strerror(rv));
   }
   if (int rv = gnutls_session_ticket_key_generate(&ctx->ticket_key_); rv != 0) {
-    if (error) *error = std::string("session ticket key: ") + gnutls_strerror(rv);
-    return nullptr;
+    return common::Failure(std::string("session ticket key: ") + gnutls_strerror(rv));
   }
   if (int rv = gnutls_anti_replay_init(&ctx->anti_replay_); rv != 0) {
-    if (error) *error = std::string("anti-replay: ") + gnutls_strerror(rv);
-    return nullptr;
+    return common::Failure(std::string("anti-replay: ") + gnutls_strerror(rv));
   }
   gnutls_anti_replay_set_add_function(ctx->anti_replay_, anti_replay_add);
   gnutls_anti_replay_set_ptr(ctx->anti_replay_, nullptr);
@@ -70,7 +63,7 @@ gnutls_session_t TlsContext::new_session(ngtcp2_crypto_conn_ref* conn_ref) const
                           GNUTLS_NO_END_OF_EARLY_DATA) != 0) {
     return nullptr;
   }
-  bool ok = gnutls_priority_set_direct(s, kPriority, nullptr) == 0 &&
+  bool ok = gnutls_priority_set_direct(s, quic::kServerPriority.data(), nullptr) == 0 &&
             ngtcp2_crypto_gnutls_configure_server_session(s) == 0 &&
             gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred_) == 0 &&
             gnutls_session_ticket_enable_server(s, &ticket_key_) == 0;

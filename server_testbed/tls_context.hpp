@@ -7,15 +7,18 @@
 #include <memory>
 #include <string>
 
+#include "common/error.hpp"
+
 struct ngtcp2_crypto_conn_ref;
 
 namespace quicstep::server_testbed {
 
 class TlsContext {
  public:
-  // Loads cert_file and key_file (PEM). nullptr on failure, *error says why.
-  static std::unique_ptr<TlsContext> load(const std::string& cert_file,
-                                          const std::string& key_file, std::string* error);
+  // Loads cert_file and key_file (PEM). Failures: GnuTLS refusing the credentials, the files
+  // (quoted), the ticket key or the anti-replay state.
+  using Loaded = common::Result<std::unique_ptr<TlsContext>, common::Failure>;
+  static Loaded load(const std::string& cert_file, const std::string& key_file);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <vector>
 
+#include "quic/time.hpp"
 #include "server_testbed/gate_forward.hpp"
 
 namespace quicstep::server_testbed {
@@ -26,15 +27,8 @@ std::string key_of(const std::uint8_t* data, std::size_t len) {
 
 }  // namespace
 
-ngtcp2_tstamp monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<ngtcp2_tstamp>(ts.tv_sec) * NGTCP2_SECONDS +
-         static_cast<ngtcp2_tstamp>(ts.tv_nsec);
-}
-
 Worker::Worker(std::uint32_t id, const ServerConfig& config, const CidCodec& codec,
-               const TlsContext& tls, const StaticSecret& secret, UdpSocket socket)
+               const TlsContext& tls, const StaticSecret& secret, net::UdpSocket socket)
     : id_(id), config_(config), codec_(codec), tls_(tls), secret_(secret),
       socket_(std::move(socket)) {
   // The master key was checked (length) when the config was built.
@@ -111,7 +105,7 @@ void Worker::drain_gate_socket(std::vector<std::uint8_t>& buf) {
   for (std::size_t i = 0; i < kRecvBatch; ++i) {
     const ssize_t n = recv(gate_fd_, buf.data(), buf.size(), MSG_DONTWAIT);
     if (n < 0) break;
-    on_forwarded(buf.data(), static_cast<std::size_t>(n), monotonic_now());
+    on_forwarded(buf.data(), static_cast<std::size_t>(n), quic::now());
   }
 }
 
@@ -141,7 +135,7 @@ void Worker::dissociate(const ngtcp2_cid& cid) {
 }
 
 void Worker::send(const std::uint8_t* data, std::size_t len, const sockaddr_storage& to) {
-  if (socket_.send(data, len, to, sockaddr_len(to))) {
+  if (socket_.send(data, len, to, net::sockaddr_len(to))) {
     WorkerCounters::add(counters_.tx_packets);
     WorkerCounters::add(counters_.tx_bytes, len);
   } else {
@@ -283,7 +277,7 @@ void Worker::handle(Connection* conn, Connection::Status status) {
     return;
   }
   // Every event of a connection passes here: its deadline may have moved.
-  timers_.set(conn, conn->next_deadline());
+  timers_.set(conn, quic::from_ngtcp2(conn->next_deadline()));
 }
 
 void Worker::remove(Connection* conn) {
@@ -294,16 +288,18 @@ void Worker::remove(Connection* conn) {
   counters_.active.fetch_sub(1, std::memory_order_relaxed);
 }
 
-ngtcp2_tstamp Worker::next_deadline() const { return timers_.next(); }
+ngtcp2_tstamp Worker::next_deadline() const { return quic::to_ngtcp2(timers_.next()); }
 
 void Worker::run_timers(ngtcp2_tstamp now) {
-  for (Connection* c : timers_.take_due(now)) handle(c, c->on_expiry(now));
+  for (Connection* c : timers_.take_due(quic::from_ngtcp2(now))) {
+    handle(c, c->on_expiry(now));
+  }
 }
 
 void Worker::run(const std::atomic<bool>& stop) {
   std::vector<std::uint8_t> buf(65536);
   while (!stop.load(std::memory_order_relaxed)) {
-    ngtcp2_tstamp now = monotonic_now();
+    ngtcp2_tstamp now = quic::now();
     const ngtcp2_tstamp deadline = std::min(next_deadline(), now + kMaxWait);
     const ngtcp2_tstamp wait = deadline > now ? deadline - now : 0;
     pollfd pfd[2] = {{socket_.fd(), POLLIN, 0}, {gate_fd_, POLLIN, 0}};
@@ -317,9 +313,9 @@ void Worker::run(const std::atomic<bool>& stop) {
       std::uint32_t ecn = 0;
       const long n = socket_.recv(buf.data(), buf.size(), &from, &from_len, &ecn);
       if (n < 0) break;
-      on_datagram(buf.data(), static_cast<std::size_t>(n), from, ecn, monotonic_now());
+      on_datagram(buf.data(), static_cast<std::size_t>(n), from, ecn, quic::now());
     }
-    run_timers(monotonic_now());
+    run_timers(quic::now());
   }
 }
 

@@ -12,13 +12,13 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/deadline_heap.hpp"
+#include "net/udp_socket.hpp"
 #include "server_testbed/address_validator.hpp"
 #include "server_testbed/cid_codec.hpp"
 #include "server_testbed/connection.hpp"
 #include "server_testbed/server_config.hpp"
-#include "server_testbed/timer_queue.hpp"
 #include "server_testbed/tls_context.hpp"
-#include "server_testbed/udp_socket.hpp"
 #include "server_testbed/worker_counters.hpp"
 
 namespace quicstep::server_testbed {
@@ -30,7 +30,7 @@ using StaticSecret = std::array<std::uint8_t, 32>;
 class Worker {
  public:
   Worker(std::uint32_t id, const ServerConfig& config, const CidCodec& codec,
-         const TlsContext& tls, const StaticSecret& secret, UdpSocket socket);
+         const TlsContext& tls, const StaticSecret& secret, net::UdpSocket socket);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -84,7 +84,7 @@ class Worker {
   const CidCodec& codec_;
   const TlsContext& tls_;
   const StaticSecret& secret_;
-  UdpSocket socket_;
+  net::UdpSocket socket_;
   WorkerCounters counters_;
   TokenCounters token_counters_;
   std::unique_ptr<AddressValidator> validator_;
@@ -92,10 +92,7 @@ class Worker {
   std::atomic<std::uint64_t> forwarded_seen_{0};
   std::unordered_map<std::string, Connection*> by_cid_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> conns_;
-  TimerQueue<Connection*> timers_;  // every connection's next deadline (set in handle())
+  common::DeadlineHeap<Connection*> timers_;  // every connection's next deadline (set in handle())
 };
-
-// CLOCK_MONOTONIC in nanoseconds.
-ngtcp2_tstamp monotonic_now();
 
 }  // namespace quicstep::server_testbed

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "client/lru_table.hpp"
 #include "common/flow_key.hpp"
 #include "common/handshake_observer.hpp"
+#include "common/lru_table.hpp"
 #include "common/timestamp.hpp"
 #include "lab/censor/blocklist.hpp"
 #include "lab/censor/dns_forgery.hpp"
@@ -146,7 +146,7 @@ class CensorCore {
   struct FlowHash {
     std::uint64_t operator()(const common::FlowKey& k) const noexcept { return common::FlowKeyHash{}(k); }
   };
-  using Flows = client::LruTable<common::FlowKey, FlowState, FlowHash>;
+  using Flows = common::LruTable<common::FlowKey, FlowState, FlowHash>;
 
   Verdict decide_dns(const common::Observation& seen, common::Timestamp now);
   Verdict decide_new_flow(const common::Observation& seen, const common::FlowKey& key,

@@ -19,10 +19,11 @@
 #include <chrono>
 #include <iostream>
 
-#include "client/nfqueue_frontend.hpp"
 #include "lab/censor/censor_core.hpp"
 #include "lab/censor/decision_log.hpp"
 #include "lab/censor/raw_injector.hpp"
+#include "net/clock.hpp"
+#include "net/nfqueue_frontend.hpp"
 
 namespace {
 
@@ -43,16 +44,11 @@ struct Options {
   std::string log_level = "info";
 };
 
-common::Timestamp mono_now() {
-  return {std::chrono::duration_cast<std::chrono::nanoseconds>(
-              std::chrono::steady_clock::now().time_since_epoch()).count()};
-}
-
 // Wall-clock seconds of a monotonic Timestamp.
 double wall_of(common::Timestamp t) {
   const auto wall = std::chrono::system_clock::now().time_since_epoch();
   const double now_wall = std::chrono::duration<double>(wall).count();
-  return now_wall - std::chrono::duration<double>(mono_now() - t).count();
+  return now_wall - std::chrono::duration<double>(net::monotonic_now() - t).count();
 }
 
 int parse(int argc, char** argv, Options& o) {
@@ -114,18 +110,18 @@ class Censord {
   Censord(const Options& o, censor::Blocklist blocklist)
       : o_(o), core_(o.core, std::move(blocklist), o.seed) {}
 
-  std::string start() {
-    if (auto why = log_.open(o_.log_path); !why.empty()) return why;
-    if (auto why = injector_.open(); !why.empty()) return why;
-    client::NfqueueOptions q;
+  common::Outcome start() {
+    if (auto opened = log_.open(o_.log_path); !opened) return opened;
+    if (auto opened = injector_.open(); !opened) return opened;
+    net::NfqueueOptions q;
     q.queue = o_.queue;
     return queue_.open(q);
   }
 
   int run(int stop_fd) {
     pollfd fds[2] = {{queue_.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    auto next_tick = mono_now();
-    const auto decide = [this](const client::QueuedPacket& p) { return on_packet(p); };
+    auto next_tick = net::monotonic_now();
+    const auto decide = [this](const net::QueuedPacket& p) { return on_packet(p); };
     while (true) {
       const int n = poll(fds, 2, 200);
       if (n < 0 && errno != EINTR) {
@@ -133,12 +129,12 @@ class Censord {
         return 1;
       }
       if (fds[1].revents & POLLIN) break;
-      if (fds[0].revents & POLLIN) queue_.drain(decide, mono_now());
+      if (fds[0].revents & POLLIN) queue_.drain(decide, net::monotonic_now());
       flush_decisions();
-      if (mono_now() >= next_tick) {
-        core_.on_expiry(mono_now());
+      if (net::monotonic_now() >= next_tick) {
+        core_.on_expiry(net::monotonic_now());
         write_stats();
-        next_tick = mono_now() + std::chrono::seconds(1);
+        next_tick = net::monotonic_now() + std::chrono::seconds(1);
       }
     }
     flush_decisions();
@@ -149,8 +145,8 @@ class Censord {
   }
 
  private:
-  std::optional<std::uint32_t> on_packet(const client::QueuedPacket& p) {
-    censor::Verdict v = core_.decide(p.payload, mono_now());
+  std::optional<std::uint32_t> on_packet(const net::QueuedPacket& p) {
+    censor::Verdict v = core_.decide(p.payload, net::monotonic_now());
     for (const auto& packet : v.inject) injector_.send(packet);
     if (v.action == Action::drop || v.action == Action::drop_and_inject) return o_.drop_mark;
     return std::nullopt;
@@ -178,7 +174,7 @@ class Censord {
 
   const Options& o_;
   censor::CensorCore core_;
-  client::NfqueueFrontend queue_;
+  net::NfqueueFrontend queue_;
   censor::RawInjector injector_;
   censor::DecisionLog log_;
 };
@@ -209,8 +205,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   Censord censord(o, std::move(blocklist));
-  if (auto why = censord.start(); !why.empty()) {
-    spdlog::error("start failed: {}", why);
+  if (auto started = censord.start(); !started) {
+    spdlog::error("start failed: {}", started.error().message);
     return 1;
   }
   const int rc = censord.run(stop_fd);

@@ -54,10 +54,10 @@ DecisionLog::~DecisionLog() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-std::string DecisionLog::open(const std::string& path) {
+common::Outcome DecisionLog::open(const std::string& path) {
   if (path.empty()) return {};
   file_ = std::fopen(path.c_str(), "a");
-  if (file_ == nullptr) return path + ": " + strerror(errno);
+  if (file_ == nullptr) return common::Failure(path + ": " + strerror(errno));
   return {};
 }
 

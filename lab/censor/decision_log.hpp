@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/error.hpp"
 #include "lab/censor/censor_core.hpp"
 
 namespace quicstep::censor {
@@ -29,8 +30,8 @@ class DecisionLog {
   DecisionLog(const DecisionLog&) = delete;
   DecisionLog& operator=(const DecisionLog&) = delete;
 
-  // Opens `path` for appending ("" = no log). Returns an error text, empty on success.
-  std::string open(const std::string& path);
+  // Opens `path` for appending ("" = no log). Failure: the path and the errno text.
+  common::Outcome open(const std::string& path);
   // Appends one line and flushes it. Errors are counted, never thrown.
   void write(const nlohmann::json& line);
   std::uint64_t errors() const { return errors_; }

@@ -14,15 +14,19 @@ RawInjector::~RawInjector() {
   if (fd6_ >= 0) close(fd6_);
 }
 
-std::string RawInjector::open() {
+common::Outcome RawInjector::open() {
   fd4_ = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_RAW);
-  if (fd4_ < 0) return std::string("socket(AF_INET, SOCK_RAW): ") + strerror(errno);
+  if (fd4_ < 0) {
+    return common::Failure(std::string("socket(AF_INET, SOCK_RAW): ") + strerror(errno));
+  }
   const int one = 1;
   if (setsockopt(fd4_, IPPROTO_IP, IP_HDRINCL, &one, sizeof one) < 0) {
-    return std::string("IP_HDRINCL: ") + strerror(errno);
+    return common::Failure(std::string("IP_HDRINCL: ") + strerror(errno));
   }
   fd6_ = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_RAW);
-  if (fd6_ < 0) return std::string("socket(AF_INET6, SOCK_RAW): ") + strerror(errno);
+  if (fd6_ < 0) {
+    return common::Failure(std::string("socket(AF_INET6, SOCK_RAW): ") + strerror(errno));
+  }
   return {};
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/byte_reader.hpp"
+#include "common/error.hpp"
 
 namespace quicstep::censor {
 
@@ -18,9 +19,9 @@ class RawInjector {
   RawInjector(const RawInjector&) = delete;
   RawInjector& operator=(const RawInjector&) = delete;
 
-  // Opens both sockets. Returns an error text ("socket(AF_INET, SOCK_RAW): Operation not
-  // permitted" without CAP_NET_RAW), empty on success.
-  std::string open();
+  // Opens both sockets. Failures: the call and its errno text ("socket(AF_INET, SOCK_RAW):
+  // Operation not permitted" without CAP_NET_RAW).
+  common::Outcome open();
 
   // Sends one packet to its own destination address. Returns false (and counts it) on a
   // bad packet or a failed sendto; never throws, never blocks for long (ENOBUFS is counted).

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "client/lru_table.hpp"
 #include "common/flow_key.hpp"
+#include "common/lru_table.hpp"
 #include "common/timestamp.hpp"
 
 namespace quicstep::censor {
@@ -52,7 +52,7 @@ class ResidualBlocks {
     std::uint64_t operator()(const ResidualKey& k) const noexcept;
   };
   // Newest = latest expiry: every entry has the same period, so LRU order is expiry order.
-  client::LruTable<ResidualKey, common::Timestamp, Hash> table_;
+  common::LruTable<ResidualKey, common::Timestamp, Hash> table_;
   common::Duration period_;
   std::uint64_t evicted_ = 0;
 };

@@ -7,21 +7,28 @@
 #include <array>
 #include <vector>
 
-#include "common/socket_endpoint.hpp"
+#include "net/socket_endpoint.hpp"
 
 namespace quicstep::measurement::probe {
 
-using common::wildcard;
+using net::wildcard;
 
 namespace {
 constexpr unsigned kResends = 2;
 }  // namespace
 
 DnsClient::DnsClient(const sockaddr_storage& server, std::uint64_t timeout_ns,
-                     std::size_t max_in_flight, std::string* error)
-    : server_(server), timeout_ns_(timeout_ns), max_in_flight_(std::max<std::size_t>(1, max_in_flight)) {
-  const sockaddr_storage any = wildcard(server.ss_family);
-  sock_ = server_testbed::UdpSocket::open_client(any, server_testbed::sockaddr_len(any), error);
+                     std::size_t max_in_flight)
+    : server_(server),
+      timeout_ns_(timeout_ns),
+      max_in_flight_(std::max<std::size_t>(1, max_in_flight)) {}
+
+common::Outcome DnsClient::open() {
+  const sockaddr_storage any = net::wildcard(server_.ss_family);
+  auto opened = net::UdpSocket::open_client(any, net::sockaddr_len(any));
+  if (!opened) return opened.error();
+  sock_ = std::move(*opened);
+  return {};
 }
 
 std::uint16_t DnsClient::fresh_id() {
@@ -33,7 +40,7 @@ std::uint16_t DnsClient::fresh_id() {
 }
 
 void DnsClient::send(const Query& q) {
-  sock_.send(q.wire.data(), q.wire.size(), server_, server_testbed::sockaddr_len(server_));
+  sock_.send(q.wire.data(), q.wire.size(), server_, net::sockaddr_len(server_));
 }
 
 void DnsClient::resolve(const std::string& name, std::uint16_t qtype, std::uint64_t now_ns,

@@ -14,8 +14,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/error.hpp"
 #include "measurement/probe/dns_answer.hpp"
-#include "server_testbed/udp_socket.hpp"
+#include "net/udp_socket.hpp"
 
 namespace quicstep::measurement::probe {
 
@@ -23,10 +24,9 @@ class DnsClient {
  public:
   using Callback = std::function<void(const DnsAnswer&)>;
 
-  // Opens the socket; valid() is false (and *error says why) when it could not.
-  DnsClient(const sockaddr_storage& server, std::uint64_t timeout_ns, std::size_t max_in_flight,
-            std::string* error);
-  bool valid() const { return sock_.valid(); }
+  DnsClient(const sockaddr_storage& server, std::uint64_t timeout_ns, std::size_t max_in_flight);
+  // Opens the socket (before any resolve). Failures: the socket's.
+  common::Outcome open();
   int fd() const { return sock_.fd(); }
 
   // Sends the query; `done` runs later, from on_readable or on_expiry, exactly once.
@@ -59,7 +59,7 @@ class DnsClient {
   void start(const std::string& name, std::uint16_t qtype, std::uint64_t now_ns, Callback done);
   void start_waiting(std::uint64_t now_ns);
 
-  server_testbed::UdpSocket sock_;
+  net::UdpSocket sock_;
   sockaddr_storage server_{};
   std::uint64_t timeout_ns_;
   std::size_t max_in_flight_;

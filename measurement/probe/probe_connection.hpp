@@ -1,6 +1,7 @@
-// ProbeConnection: one try against one address (ngtcp2 0.12.1 client + nghttp3 0.8.0):
-// handshake, GET /, then the switch the try tests, then a second GET whose response must
-// arrive on the new path.
+// ProbeConnection: one try against one address, on the project's QUIC client
+// (quic/client_connection.hpp): handshake, GET /, then the switch the try tests, then a second
+// GET whose response must arrive on the new path. What is here is the try itself: its steps
+// and their timeouts, its sockets, and the label.
 //   nat_rebinding      a new socket (new port), the SAME connection ID, no client path
 //                      validation: the server sees an address change it did not ask for.
 //   port_migration     a new socket, a new connection ID from the server's spares, path
@@ -13,16 +14,15 @@
 #pragma once
 
 #include <gnutls/gnutls.h>
-#include <nghttp3/nghttp3.h>
 #include <ngtcp2/ngtcp2.h>
-#include <ngtcp2/ngtcp2_crypto.h>
 
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "measurement/probe/probe_record.hpp"
-#include "server_testbed/udp_socket.hpp"
+#include "net/udp_socket.hpp"
+#include "quic/client_connection.hpp"
 
 namespace quicstep::measurement::probe {
 
@@ -61,50 +61,44 @@ class FdRegistry {
   virtual void unwatch(int fd) = 0;
 };
 
-class ProbeConnection {
+class ProbeConnection : public quic::ClientConnection {
  public:
-  // nullptr with *error when no socket or ngtcp2/GnuTLS state could be made.
-  static std::unique_ptr<ProbeConnection> start(const TryOptions& options,
-                                                gnutls_certificate_credentials_t cred,
-                                                FdRegistry& registry, ngtcp2_tstamp now,
-                                                std::string* error);
-  ~ProbeConnection();
-  ProbeConnection(const ProbeConnection&) = delete;
-  ProbeConnection& operator=(const ProbeConnection&) = delete;
+  // Failures: no socket (its text), or no ngtcp2/GnuTLS state.
+  using Started = common::Result<std::unique_ptr<ProbeConnection>, common::Failure>;
+  static Started start(const TryOptions& options, gnutls_certificate_credentials_t cred,
+                       FdRegistry& registry, ngtcp2_tstamp now);
+  ~ProbeConnection() override;
 
   void on_readable(int fd, ngtcp2_tstamp now);
   void on_expiry(ngtcp2_tstamp now);
   ngtcp2_tstamp next_deadline() const;
-  bool finished() const { return finished_; }
+  bool finished() const override { return finished_; }
   const TryOutcome& outcome() const { return outcome_; }
-
-  // Callback bodies (ngtcp2 / nghttp3 / qlog).
-  ngtcp2_conn* conn() const { return conn_; }
-  int on_handshake_completed(ngtcp2_tstamp now);
-  int on_stream_data(std::uint32_t flags, std::int64_t id, const std::uint8_t* data,
-                     std::size_t len);
-  void on_header(std::int64_t id, std::int32_t token, nghttp3_rcbuf* value);
-  void on_end_stream(std::int64_t id);
-  int on_acked(std::int64_t id, std::uint64_t len);
-  int on_stream_close(std::uint32_t flags, std::int64_t id, std::uint64_t code);
-  int on_extend_stream_data(std::int64_t id);
-  void on_retry() { outcome_.facts.retry = true; }
-  void on_path_validation(bool success);
-  void on_qlog(const void* data, std::size_t len);
 
  private:
   enum class Step { handshake, first_response, validating, second_response, done };
 
   ProbeConnection(const TryOptions& options, FdRegistry& registry)
       : options_(options), registry_(registry) {}
-  int init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp now, std::string* error);
-  int init_http3();
+  common::Outcome init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp now);
+
+  // quic::ClientConnection's hooks.
+  bool send_packet(const ngtcp2_path& path, const std::uint8_t* data, std::size_t len,
+                   ngtcp2_tstamp now) override;
+  void on_write_error(WriteError where, int rv, ngtcp2_tstamp now) override;
+  int on_handshake_completed() override;
+  void on_retry() override { outcome_.facts.retry = true; }
+  void on_path_validation(bool success) override;
+  void on_qlog(std::string_view text) override;
+  void on_stream_data(std::int64_t id, std::size_t len) override;
+  void on_header(std::int64_t id, std::int32_t token, std::string_view value) override;
+  void on_end_stream(std::int64_t id) override;
+
   int submit_get(std::int64_t* stream_id);
   void collect_facts();
   void after_io(ngtcp2_tstamp now);
   void switch_path(ngtcp2_tstamp now);
-  void read_socket(server_testbed::UdpSocket& sock, bool old_path, ngtcp2_tstamp now);
-  void write(ngtcp2_tstamp now);
+  void read_socket(net::UdpSocket& sock, bool old_path, ngtcp2_tstamp now);
   void fail_step(ngtcp2_tstamp now);
   void on_read_error(int rv, ngtcp2_tstamp now);
   void finish(Label label, std::optional<std::string> error, ngtcp2_tstamp now);
@@ -112,14 +106,10 @@ class ProbeConnection {
 
   TryOptions options_;
   FdRegistry& registry_;
-  server_testbed::UdpSocket sock_;      // current path
-  server_testbed::UdpSocket old_sock_;  // the first path, kept after the switch
+  net::UdpSocket sock_;      // current path
+  net::UdpSocket old_sock_;  // the first path, kept after the switch
   sockaddr_storage local_now_{};
   sockaddr_storage local_old_{};
-  ngtcp2_conn* conn_ = nullptr;
-  gnutls_session_t tls_ = nullptr;
-  ngtcp2_crypto_conn_ref conn_ref_{};
-  nghttp3_conn* h3_ = nullptr;
   TryOutcome outcome_;
   Step step_ = Step::handshake;
   ngtcp2_tstamp started_ = 0;

@@ -13,22 +13,17 @@
 #include <iostream>
 
 #include "common/dns_message.hpp"
-#include "common/socket_endpoint.hpp"
+#include "net/socket_endpoint.hpp"
+#include "quic/time.hpp"
 
 namespace quicstep::measurement::probe {
 
-using common::parse_ip;
-using common::with_port;
+using net::parse_ip;
+using net::with_port;
 
 namespace {
 
 constexpr std::uint64_t kMaxWaitNs = 200'000'000;
-
-std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
-}
 
 }  // namespace
 
@@ -107,10 +102,6 @@ ProbeEngine::ProbeEngine(const ProbeConfig& config, std::size_t max_connections,
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ >= 0) input_.subscribe(wake_fd_);
 }
-
-namespace {
-std::uint64_t timer_id(const void* task) { return reinterpret_cast<std::uintptr_t>(task); }
-}  // namespace
 
 ProbeEngine::~ProbeEngine() {
   for (auto& d : domains_) {
@@ -219,7 +210,7 @@ void ProbeEngine::on_name_resolved(Domain& d) {
         task->name_index = i;
         task->record.ip = ips[k];
         task->record.family = family;
-        task->addr = with_port(*ip, config_.port);
+        task->addr = net::with_port(*ip, config_.port);
         task->sni = name.name;
         if (auto [it, fresh] = probed.emplace(task->record.ip, task.get()); !fresh) {
           task->same_as = it->second;  // probed once, for the first name that has it
@@ -235,7 +226,7 @@ void ProbeEngine::on_name_resolved(Domain& d) {
     if (config_.ipv4) add(name.a, 4);
     if (config_.ipv6) add(name.aaaa, 6);
   }
-  if (d.open_tasks == 0) finish_domain(d, now_ns());
+  if (d.open_tasks == 0) finish_domain(d, quic::now());
 }
 
 void ProbeEngine::pump(std::uint64_t now) {
@@ -280,9 +271,9 @@ void ProbeEngine::start_try(AddressTask& t, std::uint64_t now) {
   // Only the first try of an address is cut short: a silent address is then given up on
   // early, while later tries go to an address known to answer.
   if (!t.first_done) o.first_answer_timeout = config_.first_answer_timeout_ns;
-  std::string error;
-  t.conn = ProbeConnection::start(o, cred_, *this, now, &error);
-  if (t.conn) {
+  auto started = ProbeConnection::start(o, cred_, *this, now);
+  if (started) {
+    t.conn = std::move(*started);
     ++running_;
     owners_[t.conn.get()] = &t;
     touch(t);
@@ -290,7 +281,7 @@ void ProbeEngine::start_try(AddressTask& t, std::uint64_t now) {
     // No socket (descriptor limit?) or no TLS session: recorded as a failed try.
     admission_.release(t.addr);
     TryOutcome failed;
-    failed.error = "local: " + error;
+    failed.error = "local: " + started.error().message;
     failed.label = Label::handshake_failed;
     if (!t.first_done) {
       t.first_done = true;
@@ -347,7 +338,7 @@ void ProbeEngine::schedule_or_finish(AddressTask& t) {
   fill(&t.record.nat_rebinding, t.nat);
   fill(&t.record.port_migration, t.port);
   fill(&t.record.address_migration, t.address);
-  if (--t.domain->open_tasks == 0) finish_domain(*t.domain, now_ns());
+  if (--t.domain->open_tasks == 0) finish_domain(*t.domain, quic::now());
 }
 
 void ProbeEngine::finish_domain(Domain& d, std::uint64_t now) {
@@ -370,18 +361,18 @@ void ProbeEngine::finish_domain(Domain& d, std::uint64_t now) {
 // After anything that may have changed a connection: its deadline moves, or it is done.
 void ProbeEngine::touch(AddressTask& t) {
   if (t.conn->finished()) {
-    timers_.cancel(timer_id(&t));
+    timers_.erase(&t);
     if (!t.done_listed) {
       t.done_listed = true;
       done_.push_back(&t);
     }
   } else {
-    timers_.schedule(timer_id(&t), t.conn->next_deadline());
+    timers_.set(&t, quic::from_ngtcp2(t.conn->next_deadline()));
   }
 }
 
 std::uint64_t ProbeEngine::next_deadline(std::uint64_t now) {
-  std::uint64_t next = std::min(now + kMaxWaitNs, timers_.next());
+  std::uint64_t next = std::min(now + kMaxWaitNs, quic::to_ngtcp2(timers_.next()));
   if (dns_) next = std::min(next, dns_->next_deadline());
   if (!ready_.empty() && running_ < max_connections_ && admission_retry_at_ > now) {
     next = std::min(next, admission_retry_at_);
@@ -390,8 +381,7 @@ std::uint64_t ProbeEngine::next_deadline(std::uint64_t now) {
 }
 
 void ProbeEngine::handle_expiries(std::uint64_t now) {
-  for (std::uint64_t id : timers_.pop_due(now)) {
-    AddressTask* t = reinterpret_cast<AddressTask*>(static_cast<std::uintptr_t>(id));
+  for (AddressTask* t : timers_.take_due(quic::from_ngtcp2(now))) {
     t->conn->on_expiry(now);
     touch(*t);
   }
@@ -411,16 +401,10 @@ void ProbeEngine::reap(std::uint64_t now) {
   }
 }
 
-bool ProbeEngine::run(std::string* error) {
+common::Outcome ProbeEngine::run() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) {
-    *error = std::string("epoll_create1: ") + std::strerror(errno);
-    return false;
-  }
-  if (wake_fd_ < 0) {
-    *error = std::string("eventfd: ") + std::strerror(errno);
-    return false;
-  }
+  if (epoll_fd_ < 0) return common::Failure(std::string("epoll_create1: ") + std::strerror(errno));
+  if (wake_fd_ < 0) return common::Failure(std::string("eventfd: ") + std::strerror(errno));
   epoll_event wake{};
   wake.events = EPOLLIN;
   wake.data.fd = wake_fd_;
@@ -429,8 +413,8 @@ bool ProbeEngine::run(std::string* error) {
   if (!config_.static_hosts) {
     const std::size_t dns_share = std::max<std::size_t>(
         1, (config_.dns_concurrency + config_.threads - 1) / std::max<std::size_t>(1, config_.threads));
-    dns_ = std::make_unique<DnsClient>(*config_.dns, config_.timeout_ns, dns_share, error);
-    if (!dns_->valid()) return false;
+    dns_ = std::make_unique<DnsClient>(*config_.dns, config_.timeout_ns, dns_share);
+    if (auto opened = dns_->open(); !opened) return opened;
     dns_fd = dns_->fd();
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -439,19 +423,18 @@ bool ProbeEngine::run(std::string* error) {
   }
   std::array<epoll_event, 256> events;
   for (;;) {
-    std::uint64_t now = now_ns();
+    std::uint64_t now = quic::now();
     take_domains(now);
     pump(now);
-    if (input_done_ && domains_.empty()) return true;
+    if (input_done_ && domains_.empty()) return {};
     const std::uint64_t deadline = next_deadline(now);
     const int wait_ms =
         deadline <= now ? 0 : static_cast<int>((deadline - now + 999'999) / 1'000'000);
     const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), wait_ms);
     if (n < 0 && errno != EINTR) {
-      *error = std::string("epoll_wait: ") + std::strerror(errno);
-      return false;
+      return common::Failure(std::string("epoll_wait: ") + std::strerror(errno));
     }
-    now = now_ns();
+    now = quic::now();
     for (int i = 0; i < n; ++i) {
       const int fd = events[static_cast<std::size_t>(i)].data.fd;
       if (fd == wake_fd_) {

@@ -15,13 +15,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/deadline_heap.hpp"
 #include "measurement/probe/admission.hpp"
 #include "measurement/probe/dns_client.hpp"
 #include "measurement/probe/probe_config.hpp"
 #include "measurement/probe/probe_connection.hpp"
 #include "measurement/probe/shared_input.hpp"
 #include "measurement/probe/target_input.hpp"
-#include "measurement/probe/timer_queue.hpp"
 
 namespace quicstep::measurement::probe {
 
@@ -58,9 +58,9 @@ class ProbeEngine : public FdRegistry {
   // Precondition: the input's reader thread has ended (SharedInput::join), since it
   // writes to this engine's eventfd.
   ~ProbeEngine() override;
-  // Runs until the input is exhausted and every domain is written. false on a setup error
-  // (*error says why).
-  bool run(std::string* error);
+  // Runs until the input is exhausted and every domain is written. Failures: setting up the
+  // loop (epoll, eventfd, the DNS socket) or waiting in it.
+  common::Outcome run();
 
   void watch(int fd, ProbeConnection* owner) override;
   void unwatch(int fd) override;
@@ -96,7 +96,7 @@ class ProbeEngine : public FdRegistry {
   std::deque<AddressTask*> ready_;                       // waiting for admission
   std::size_t running_ = 0;                              // connections in flight
   std::vector<AddressTask*> done_;                       // their connection finished
-  TimerQueue timers_;                                    // connection deadlines
+  common::DeadlineHeap<AddressTask*> timers_;            // connection deadlines
   std::unordered_map<int, ProbeConnection*> fds_;
   std::unordered_map<const ProbeConnection*, AddressTask*> owners_;
   std::size_t finished_domains_ = 0;                     // written, not yet erased

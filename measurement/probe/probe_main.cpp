@@ -15,14 +15,14 @@
 #include <thread>
 #include <vector>
 
-#include "common/socket_endpoint.hpp"
 #include "measurement/probe/probe_engine.hpp"
+#include "net/socket_endpoint.hpp"
 #include "quicstep_version.hpp"
 
 using namespace quicstep::measurement::probe;
-using quicstep::common::parse_endpoint;
-using quicstep::common::parse_ip;
-using quicstep::common::wildcard;
+using quicstep::net::parse_endpoint;
+using quicstep::net::parse_ip;
+using quicstep::net::wildcard;
 
 namespace {
 
@@ -113,9 +113,8 @@ int main(int argc, char** argv) {
   }
   StaticHosts hosts;
   if (!static_hosts_file.empty()) {
-    std::string error;
-    if (!load_static_hosts(static_hosts_file, &hosts, &error)) {
-      std::cerr << "quicstep-probe: " << error << '\n';
+    if (auto loaded = load_static_hosts(static_hosts_file, &hosts); !loaded) {
+      std::cerr << "quicstep-probe: " << loaded.error().message << '\n';
       return 2;
     }
     config.static_hosts = &hosts;
@@ -182,17 +181,16 @@ int main(int argc, char** argv) {
   }
   input.start();
   std::vector<std::thread> threads;
-  std::vector<std::string> errors(config.threads);
+  std::vector<quicstep::common::Outcome> ran(config.threads);
   for (std::size_t i = 0; i < config.threads; ++i) {
     threads.emplace_back([&, i] {
-      if (!engines[i]->run(&errors[i])) {
-        std::cerr << "quicstep-probe: " << errors[i] << '\n';
-      }
+      ran[i] = engines[i]->run();
+      if (!ran[i]) std::cerr << "quicstep-probe: " << ran[i].error().message << '\n';
     });
   }
   for (auto& t : threads) t.join();
-  const bool failed = std::any_of(errors.begin(), errors.end(),
-                                  [](const std::string& e) { return !e.empty(); });
+  const bool failed = std::any_of(ran.begin(), ran.end(),
+                                  [](const quicstep::common::Outcome& r) { return !r.ok(); });
   if (failed) {
     // The reader may wait for room that no loop will make: leave without joining it.
     std::fflush(out);

@@ -9,8 +9,8 @@
 
 namespace quicstep::measurement::probe {
 
-bool parse_static_hosts(std::string_view text, std::string_view origin, StaticHosts* hosts,
-                        std::string* error) {
+common::Outcome parse_static_hosts(std::string_view text, std::string_view origin,
+                                   StaticHosts* hosts) {
   std::istringstream in{std::string(text)};
   std::string line;
   std::size_t number = 0;
@@ -22,15 +22,13 @@ bool parse_static_hosts(std::string_view text, std::string_view origin, StaticHo
     std::string name;
     if (!(fields >> name)) continue;
     auto fail = [&](const std::string& why) {
-      *error = std::string(origin) + ":" + std::to_string(number) + ": " + why;
-      return false;
+      return common::Failure(std::string(origin) + ":" + std::to_string(number) + ": " + why);
     };
     if (!name.empty() && name.back() == '.') name.pop_back();
     for (char& c : name) {
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     }
-    std::string reason;
-    if (!is_valid_domain(name, &reason)) return fail(reason);
+    if (auto valid = is_valid_domain(name); !valid) return fail(valid.error().message);
     StaticHostAddresses& entry = (*hosts)[name];
     std::string ip;
     bool any = false;
@@ -51,18 +49,15 @@ bool parse_static_hosts(std::string_view text, std::string_view origin, StaticHo
     }
     if (!any) return fail("no address after `" + name + "'");
   }
-  return true;
+  return {};
 }
 
-bool load_static_hosts(const std::string& file, StaticHosts* hosts, std::string* error) {
+common::Outcome load_static_hosts(const std::string& file, StaticHosts* hosts) {
   std::ifstream in(file);
-  if (!in) {
-    *error = file + ": cannot read";
-    return false;
-  }
+  if (!in) return common::Failure(file + ": cannot read");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_static_hosts(text.str(), file, hosts, error);
+  return parse_static_hosts(text.str(), file, hosts);
 }
 
 }  // namespace quicstep::measurement::probe

@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace quicstep::measurement::probe {
 
 struct StaticHostAddresses {
@@ -16,12 +18,12 @@ struct StaticHostAddresses {
 
 using StaticHosts = std::unordered_map<std::string, StaticHostAddresses>;
 
-// Parses the whole text. On error returns false and *error = "<origin>:<line>: <reason>"
-// (a bad name or address, quoted).
-bool parse_static_hosts(std::string_view text, std::string_view origin, StaticHosts* hosts,
-                        std::string* error);
+// Parses the whole text into *hosts. Failure: "<origin>:<line>: <reason>" (a bad name or
+// address, quoted).
+common::Outcome parse_static_hosts(std::string_view text, std::string_view origin,
+                                   StaticHosts* hosts);
 
-// Reads and parses a file; *error as above, or "<file>: cannot read".
-bool load_static_hosts(const std::string& file, StaticHosts* hosts, std::string* error);
+// Reads and parses a file. Failures as above, or "<file>: cannot read".
+common::Outcome load_static_hosts(const std::string& file, StaticHosts* hosts);
 
 }  // namespace quicstep::measurement::probe

@@ -40,11 +40,8 @@ ParsedLine bad(std::string reason) {
 
 }  // namespace
 
-bool is_valid_domain(std::string_view name, std::string* reason) {
-  auto fail = [&](std::string why) {
-    if (reason) *reason = std::move(why);
-    return false;
-  };
+common::Outcome is_valid_domain(std::string_view name) {
+  auto fail = [](std::string why) { return common::Failure(std::move(why)); };
   if (name.empty()) return fail("empty domain name");
   if (name.size() > kMaxDomainLength) return fail("domain name over 253 characters");
   std::size_t start = 0;
@@ -64,7 +61,7 @@ bool is_valid_domain(std::string_view name, std::string* reason) {
     if (dot == std::string_view::npos) break;
     start = dot + 1;
   }
-  return true;
+  return {};
 }
 
 ParsedLine parse_target_line(std::string_view line, std::size_t line_number) {
@@ -88,8 +85,7 @@ ParsedLine parse_target_line(std::string_view line, std::size_t line_number) {
     rank = value;
   }
   if (!domain.empty() && domain.back() == '.') domain.remove_suffix(1);
-  std::string reason;
-  if (!is_valid_domain(domain, &reason)) return bad(reason);
+  if (auto valid = is_valid_domain(domain); !valid) return bad(valid.error().message);
   ParsedLine p;
   p.kind = LineKind::target;
   p.target.input_line = line_number;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace quicstep::measurement::probe {
 
 struct Target {
@@ -32,8 +34,8 @@ ParsedLine parse_target_line(std::string_view line, std::size_t line_number);
 
 // Whether `name` is a DNS host name this prober accepts: 1..253 characters, labels of
 // 1..63 characters from [a-z0-9_-] (upper case accepted), no label starting or ending with
-// '-'. *reason says why not.
-bool is_valid_domain(std::string_view name, std::string* reason);
+// '-'. The failure says why not, quoting the name.
+common::Outcome is_valid_domain(std::string_view name);
 
 // The names probed for a domain: the apex and "www.<apex>" (unless with_www is false or the
 // domain already starts with "www.").

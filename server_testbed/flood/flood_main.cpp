@@ -85,15 +85,12 @@ bool unhex(const std::string& text, std::vector<std::uint8_t>* out) {
 
 // Sends one well-formed Initial from an ordinary UDP socket (this host's own address) and
 // returns the token of the Retry that answers it: the "captured" token of the replay variant.
-bool capture_token(const common::IpAddress& target, std::uint16_t port, std::mt19937_64& rng,
-                   std::vector<std::uint8_t>* token, std::string* why) {
+common::Outcome capture_token(const common::IpAddress& target, std::uint16_t port,
+                              std::mt19937_64& rng, std::vector<std::uint8_t>* token) {
   sockaddr_storage dst{};
   const socklen_t dst_len = to_sockaddr(target, port, &dst);
   const int fd = socket(dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    *why = std::string("socket: ") + std::strerror(errno);
-    return false;
-  }
+  if (fd < 0) return common::Failure(std::string("socket: ") + std::strerror(errno));
   timeval tv{0, 300000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   fl::QuicFloodSpec spec;
@@ -108,12 +105,11 @@ bool capture_token(const common::IpAddress& target, std::uint16_t port, std::mt1
     if (header && header->type == common::LongPacketType::retry && !header->token.empty()) {
       token->assign(header->token.begin(), header->token.end());
       close(fd);
-      return true;
+      return {};
     }
   }
   close(fd);
-  *why = "no Retry came back (is the server running with Retry?)";
-  return false;
+  return common::Failure("no Retry came back (is the server running with Retry?)");
 }
 
 struct Totals {
@@ -157,7 +153,6 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_file, "also write the summary to this file");
   CLI11_PARSE(app, argc, argv);
 
-  std::string why;
   auto variant = fl::parse_variant(variant_text);
   if (!variant) {
     std::cerr << "quicstep-flood: --variant is not initial|garbage|replay|forged|syn: `"
@@ -165,17 +160,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   spec.variant = *variant;
-  auto target = fl::parse_prefix(target_text, &why);
+  auto target = fl::parse_prefix(target_text);
   if (!target || !fl::inside_lab(target->base)) {
-    std::cerr << "quicstep-flood: --target " << (target ? "is outside 198.18.0.0/15 and 2001:db8::/32" : why)
+    std::cerr << "quicstep-flood: --target "
+              << (target ? "is outside 198.18.0.0/15 and 2001:db8::/32" : target.error().message)
               << ": `" << target_text << "'\n";
     return 2;
   }
-  auto sources = fl::parse_prefix(sources_text, &why);
+  auto sources = fl::parse_prefix(sources_text);
   if (!sources || !fl::inside_lab(*sources) ||
       sources->base.family != target->base.family) {
     std::cerr << "quicstep-flood: --sources "
-              << (!sources ? why
+              << (!sources ? sources.error().message
                   : sources->base.family != target->base.family
                       ? "is not of the target's address family"
                       : "is not inside 198.18.0.0/15 or 2001:db8::/32")
@@ -185,18 +181,22 @@ int main(int argc, char** argv) {
   std::random_device seed;
   std::mt19937_64 rng((static_cast<std::uint64_t>(seed()) << 32) | seed());
   if (spec.variant == fl::FloodVariant::replay) {
-    if (!token_hex.empty() ? !unhex(token_hex, &spec.token)
-                           : !capture_token(target->base, static_cast<std::uint16_t>(port), rng,
-                                            &spec.token, &why)) {
-      std::cerr << "quicstep-flood: no token to replay: "
-                << (token_hex.empty() ? why : "--token-hex is not hex: `" + token_hex + "'")
-                << "\n";
+    const common::Outcome token =
+        !token_hex.empty()
+            ? (unhex(token_hex, &spec.token) ? common::Outcome{}
+                                             : common::Outcome(common::Failure(
+                                                   "--token-hex is not hex: `" + token_hex + "'")))
+            : capture_token(target->base, static_cast<std::uint16_t>(port), rng, &spec.token);
+    if (!token) {
+      std::cerr << "quicstep-flood: no token to replay: " << token.error().message << "\n";
       return 2;
     }
   }
-  if (spec.variant != fl::FloodVariant::syn && !fl::check_spec(spec, &why)) {
-    std::cerr << "quicstep-flood: " << why << "\n";
-    return 2;
+  if (spec.variant != fl::FloodVariant::syn) {
+    if (auto checked = fl::check_spec(spec); !checked) {
+      std::cerr << "quicstep-flood: " << checked.error().message << "\n";
+      return 2;
+    }
   }
 
   const bool v4 = target->base.family == common::IpFamily::v4;

@@ -114,11 +114,8 @@ std::string_view to_string(FloodVariant variant) {
   return "?";
 }
 
-common::Status check_spec(const QuicFloodSpec& spec, std::string* why) {
-  auto fail = [&](const char* reason) -> common::Status {
-    if (why) *why = reason;
-    return Error::bad_value;
-  };
+common::Outcome check_spec(const QuicFloodSpec& spec) {
+  auto fail = [](const char* reason) -> common::Outcome { return common::Failure(reason); };
   if (spec.min_dcid_length < 1 || spec.max_dcid_length > 20 ||
       spec.min_dcid_length > spec.max_dcid_length) {
     return fail("DCID lengths must satisfy 1 <= min <= max <= 20");

@@ -39,8 +39,8 @@ struct QuicFloodSpec {
 
 // Checks a spec before a flood: CID bounds 1..20 (min <= max; 8 for a v1 server to accept),
 // a non-empty token for replay, forged_token_length 1..512, datagram_size 1200..1472.
-// Errors: bad_value, with the reason in *why when given.
-common::Status check_spec(const QuicFloodSpec& spec, std::string* why = nullptr);
+// The failure says which field is out of range.
+common::Outcome check_spec(const QuicFloodSpec& spec);
 
 // The UDP payload of one flood datagram: a fresh random DCID (and SCID) each call; padded to
 // spec.datagram_size when the ClientHello and token leave room (a longer token makes a

@@ -45,10 +45,9 @@ const Prefix& lab_v6() {
 
 }  // namespace
 
-common::Result<Prefix> parse_prefix(std::string_view text, std::string* why) {
-  auto fail = [&](const std::string& reason) -> common::Result<Prefix> {
-    if (why) *why = reason + ": `" + std::string(text) + "'";
-    return Error::bad_value;
+common::Result<Prefix, common::Failure> parse_prefix(std::string_view text) {
+  auto fail = [&](const std::string& reason) -> common::Result<Prefix, common::Failure> {
+    return common::Failure(reason + ": `" + std::string(text) + "'");
   };
   const auto slash = text.find('/');
   const std::string addr(text.substr(0, slash));

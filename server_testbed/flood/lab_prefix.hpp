@@ -19,9 +19,9 @@ struct Prefix {
 };
 
 // Parses "198.18.232.0/22", "2001:db8:232::/64" or a bare address (a /32 or /128).
-// Errors: bad_value (not an address, a length that is not a whole decimal number in range,
-// trailing text), with the reason in *why when given.
-common::Result<Prefix> parse_prefix(std::string_view text, std::string* why = nullptr);
+// Failures (quoting the text): not an address, a length that is not a whole decimal number in
+// range, trailing text.
+common::Result<Prefix, common::Failure> parse_prefix(std::string_view text);
 
 // Whether every address of `prefix` lies inside 198.18.0.0/15 or 2001:db8::/32.
 bool inside_lab(const Prefix& prefix);

@@ -27,15 +27,15 @@
 #include <iostream>
 #include <vector>
 
-#include "common/socket_endpoint.hpp"
+#include "net/clock.hpp"
+#include "net/socket_endpoint.hpp"
+#include "net/udp_socket.hpp"
 #include "server_testbed/gate/batch_io.hpp"
 #include "server_testbed/gate/gate_core.hpp"
 #include "server_testbed/gate/gate_maps.hpp"
 #include "server_testbed/gate/mac_address.hpp"
 #include "server_testbed/stats_file.hpp"
 #include "server_testbed/token/master_key.hpp"
-#include "server_testbed/udp_socket.hpp"
-#include "server_testbed/worker.hpp"
 
 namespace qs = quicstep::server_testbed;
 
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
 
   std::string error;
   sockaddr_storage listen{};
-  if (const auto endpoint = quicstep::common::parse_endpoint(opt.listen, 443)) {
+  if (const auto endpoint = quicstep::net::parse_endpoint(opt.listen, 443)) {
     listen = *endpoint;
   } else {
     std::cerr << "quicstep-gate: --listen: not address:port or [address]:port: `" << opt.listen
@@ -104,11 +104,12 @@ int main(int argc, char** argv) {
     std::cerr << "quicstep-gate: --gate: not 1-32 letters, digits, - or _: `" << opt.name << "'\n";
     return 2;
   }
-  const auto master = qs::token::load_master_key(opt.master_key_file, &error);
-  if (master.empty()) {
-    std::cerr << "quicstep-gate: " << error << "\n";
+  const auto loaded_key = qs::token::load_master_key(opt.master_key_file);
+  if (!loaded_key) {
+    std::cerr << "quicstep-gate: " << loaded_key.error().message << "\n";
     return 2;
   }
+  const std::vector<std::uint8_t>& master = *loaded_key;
   qs::token::TokenConfig tcfg;
   tcfg.retry_lifetime_ms = static_cast<std::uint64_t>(opt.retry_token_lifetime_s * 1000);
   tcfg.new_token_lifetime_ms = static_cast<std::uint64_t>(opt.new_token_lifetime_s * 1000);
@@ -119,11 +120,12 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  auto maps = qs::gate::GateMaps::open(opt.name, &error);
-  if (!maps) {
-    std::cerr << "quicstep-gate: " << error << "\n";
+  auto opened_maps = qs::gate::GateMaps::open(opt.name);
+  if (!opened_maps) {
+    std::cerr << "quicstep-gate: " << opened_maps.error().message << "\n";
     return 1;
   }
+  std::unique_ptr<qs::gate::GateMaps> maps = std::move(*opened_maps);
   qs_steer_config bpf_cfg{};
   if (!maps->read_config(&bpf_cfg) || !bpf_cfg.gate) {
     std::cerr << "quicstep-gate: the server's steering config is unreadable or not in gate mode\n";
@@ -199,19 +201,21 @@ int main(int argc, char** argv) {
     std::snprintf(worker_addrs[i].sun_path, sizeof(worker_addrs[i].sun_path), "%s", path.c_str());
   }
 
-  auto sock = qs::UdpSocket::open_reuseport(listen, qs::sockaddr_len(listen), &error);
-  if (!sock.valid()) {
-    std::cerr << "quicstep-gate: " << opt.listen << ": " << error << "\n";
+  auto opened =
+      quicstep::net::UdpSocket::open_reuseport(listen, quicstep::net::sockaddr_len(listen));
+  if (!opened) {
+    std::cerr << "quicstep-gate: " << opt.listen << ": " << opened.error().message << "\n";
     return 1;
   }
+  quicstep::net::UdpSocket sock = std::move(*opened);
   if (opt.rcvbuf > 0 &&
       setsockopt(sock.fd(), SOL_SOCKET, SO_RCVBUFFORCE, &opt.rcvbuf, sizeof(opt.rcvbuf)) != 0 &&
       setsockopt(sock.fd(), SOL_SOCKET, SO_RCVBUF, &opt.rcvbuf, sizeof(opt.rcvbuf)) != 0) {
     std::cerr << "quicstep-gate: --rcvbuf " << opt.rcvbuf << ": " << std::strerror(errno) << "\n";
     return 2;
   }
-  if (!maps->add_gate_socket(sock.fd(), &error)) {
-    std::cerr << "quicstep-gate: " << error << "\n";
+  if (auto added = maps->add_gate_socket(sock.fd()); !added) {
+    std::cerr << "quicstep-gate: " << added.error().message << "\n";
     return 1;
   }
   if (opt.cpu >= 0) {
@@ -242,7 +246,7 @@ int main(int argc, char** argv) {
   std::cerr << "quicstep-gate: " << opt.name << " on " << opt.listen << ", "
             << bpf_cfg.worker_count << " workers, Retries sent by " << opt.tx << "\n";
 
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = quicstep::net::monotonic_now();
   auto next_stats = start;
   while (!g_stop.load()) {
     pollfd pfd{sock.fd(), POLLIN, 0};
@@ -258,7 +262,7 @@ int main(int argc, char** argv) {
           if (!out.add(sock.fd(), r.out, from)) qs::gate::GateCounters::add(counters.drop_send_failed);
         } else if (r.kind == qs::gate::GateCore::Kind::forward) {
           // Allowlist first: the worker's answer makes the client send more at once.
-          if (ttl_ns > 0 && maps->allow(from, qs::monotonic_now() + ttl_ns)) {
+          if (ttl_ns > 0 && maps->allow(from, quicstep::net::monotonic_now().unsigned_ns() + ttl_ns)) {
             qs::gate::GateCounters::add(counters.allowlisted);
           }
           const auto& to = worker_addrs[r.worker];
@@ -274,7 +278,7 @@ int main(int argc, char** argv) {
       }
       out.flush(sock.fd());
     }
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = quicstep::net::monotonic_now();
     if (now >= next_stats) {
       qs::write_stats(opt.stats_file, stats());
       next_stats = now + std::chrono::seconds(1);

@@ -30,11 +30,11 @@ qs_allow_key allow_key(const sockaddr_storage& client) {
   return key;
 }
 
-std::unique_ptr<GateMaps> GateMaps::open(const std::string& name, std::string* error) {
+GateMaps::Opened GateMaps::open(const std::string& name) {
   GateMapFds fds;
-  if (!receive_gate_maps(gate_maps_socket(name), &fds, error)) {
-    *error += " (is quicstep-server running with --gate " + name + " in this namespace?)";
-    return nullptr;
+  if (auto received = receive_gate_maps(gate_maps_socket(name), &fds); !received) {
+    return common::Failure(received.error().message + " (is quicstep-server running with --gate " +
+                           name + " in this namespace?)");
   }
   std::unique_ptr<GateMaps> maps(new GateMaps());
   maps->sockets_ = fds.sockets;
@@ -54,14 +54,14 @@ bool GateMaps::read_config(qs_steer_config* out) const {
   return bpf_map_lookup_elem(config_, &key, out) == 0;
 }
 
-bool GateMaps::add_gate_socket(int fd, std::string* error) {
+common::Outcome GateMaps::add_gate_socket(int fd) {
   const std::uint32_t key = QS_GATE_SLOT;
   const std::uint32_t value = static_cast<std::uint32_t>(fd);  // the map holds u32 fds
   if (bpf_map_update_elem(sockets_, &key, &value, BPF_ANY) != 0) {
-    *error = std::string("sockarray slot ") + std::to_string(key) + ": " + std::strerror(errno);
-    return false;
+    return common::Failure(std::string("sockarray slot ") + std::to_string(key) + ": " +
+                           std::strerror(errno));
   }
-  return true;
+  return {};
 }
 
 bool GateMaps::allow(const sockaddr_storage& client, std::uint64_t expiry_ns) {

@@ -10,22 +10,25 @@
 #include <memory>
 #include <string>
 
+#include "common/error.hpp"
 #include "server_testbed/bpf/steering_shared.h"
 
 namespace quicstep::server_testbed::gate {
 
 class GateMaps {
  public:
-  // nullptr with *error (which pinned file, why: server not started with --gate NAME?).
-  static std::unique_ptr<GateMaps> open(const std::string& name, std::string* error);
+  // Failures: the map socket's (which path, why: server not started with --gate NAME?).
+  using Opened = common::Result<std::unique_ptr<GateMaps>, common::Failure>;
+  static Opened open(const std::string& name);
   ~GateMaps();
   GateMaps(const GateMaps&) = delete;
   GateMaps& operator=(const GateMaps&) = delete;
 
   // The server's steering config (CID format, worker count, gate flag). false if unreadable.
   bool read_config(qs_steer_config* out) const;
-  // sockets[QS_GATE_SLOT] = fd (a bound SO_REUSEPORT socket of the server's group).
-  bool add_gate_socket(int fd, std::string* error);
+  // sockets[QS_GATE_SLOT] = fd (a bound SO_REUSEPORT socket of the server's group). Failure:
+  // the kernel's errno text.
+  common::Outcome add_gate_socket(int fd);
   // allow[client flow] = expiry_ns (CLOCK_MONOTONIC). false if the kernel refused.
   bool allow(const sockaddr_storage& client, std::uint64_t expiry_ns);
 

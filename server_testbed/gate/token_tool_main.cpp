@@ -151,7 +151,6 @@ int main(int argc, char** argv) {
   app.add_option("--gap-ms", send_gap_ms, "--send: pause between them")->check(CLI::Range(0, 10000));
   CLI11_PARSE(app, argc, argv);
 
-  std::string error;
   if (!token_pem.empty()) {
     std::ifstream in(token_pem, std::ios::binary);
     std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -176,11 +175,12 @@ int main(int argc, char** argv) {
     std::cerr << "quicstep-token: --client is required to mint a token\n";
     return 2;
   }
-  const auto master = qt::load_master_key(key_file, &error);
-  if (master.empty()) {
-    std::cerr << "quicstep-token: " << error << "\n";
+  const auto loaded_key = qt::load_master_key(key_file);
+  if (!loaded_key) {
+    std::cerr << "quicstep-token: " << loaded_key.error().message << "\n";
     return 2;
   }
+  const std::vector<std::uint8_t>& master = *loaded_key;
   sockaddr_storage ss{};
   auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);

@@ -1,5 +1,5 @@
-// LoadConnection: one quicstep-load client connection (ngtcp2 0.12.1 client + nghttp3): one
-// GET of `size` bytes; after `migrate_after` body bytes it moves to a new local port, a new
+// LoadConnection: one quicstep-load client connection, on the project's QUIC client
+// (quic/client_connection.hpp): one GET of `size` bytes; after `migrate_after` body bytes it moves to a new local port, a new
 // local address (active migration with path validation) or rebinds like a NAT. It measures
 // the handover: first packet sent on the new path → first response data received on it.
 // Hold mode (options.hold): the client grants the response stream only `migrate_after` bytes
@@ -9,16 +9,15 @@
 #pragma once
 
 #include <gnutls/gnutls.h>
-#include <nghttp3/nghttp3.h>
 #include <ngtcp2/ngtcp2.h>
-#include <ngtcp2/ngtcp2_crypto.h>
 
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "net/udp_socket.hpp"
+#include "quic/client_connection.hpp"
 #include "server_testbed/load/loss_counter.hpp"
-#include "server_testbed/udp_socket.hpp"
 
 namespace quicstep::server_testbed {
 
@@ -54,20 +53,17 @@ struct LoadResult {
   std::string error;
 };
 
-class LoadConnection {
+class LoadConnection : public quic::ClientConnection {
  public:
-  // nullptr with *error on failure (socket, ngtcp2, GnuTLS).
-  static std::unique_ptr<LoadConnection> start(const LoadOptions& options,
-                                               gnutls_certificate_credentials_t cred,
-                                               ngtcp2_tstamp now, std::string* error);
-  ~LoadConnection();
-  LoadConnection(const LoadConnection&) = delete;
-  LoadConnection& operator=(const LoadConnection&) = delete;
+  // Failures: the socket's, ngtcp2's or GnuTLS's.
+  using Started = common::Result<std::unique_ptr<LoadConnection>, common::Failure>;
+  static Started start(const LoadOptions& options, gnutls_certificate_credentials_t cred,
+                       ngtcp2_tstamp now);
 
   void on_readable(int fd, ngtcp2_tstamp now);
   void on_expiry(ngtcp2_tstamp now);
   ngtcp2_tstamp next_deadline() const;
-  bool finished() const { return finished_; }
+  bool finished() const override { return finished_; }
   // Hold mode: the response stalled at its credit, waiting for migrate_now().
   bool held() const { return options_.hold && !result_.migrated && response_rx_ >= hold_window_; }
   // Hold mode: migrate now and release the response's credit on the new path.
@@ -78,35 +74,28 @@ class LoadConnection {
   // A socket appeared (migration): the caller registers it with its poller.
   bool take_new_fd() { return std::exchange(new_fd_, false); }
 
-  // Callback bodies.
-  ngtcp2_conn* conn() const { return conn_; }
-  int on_rx_key();
-  void on_handshake_completed();
-  int on_stream_data(std::uint32_t flags, std::int64_t id, const std::uint8_t* data,
-                     std::size_t len);
-  void on_body(std::size_t len);
-  void on_body_end();
-  void on_qlog(const void* data, std::size_t len);
-  void consumed(std::int64_t id, std::uint64_t n);  // flow-control credit back to the server
-  int on_acked(std::int64_t id, std::uint64_t len);
-  int on_stream_close(std::uint32_t flags, std::int64_t id, std::uint64_t code);
-  int on_extend_stream_data(std::int64_t id);
-
  private:
   explicit LoadConnection(const LoadOptions& options) : options_(options) {}
-  int init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp now, std::string* error);
+  common::Outcome init(gnutls_certificate_credentials_t cred, ngtcp2_tstamp now);
   void migrate(ngtcp2_tstamp now);
-  void write(ngtcp2_tstamp now);
   void finish(bool success, const std::string& error, ngtcp2_tstamp now);
 
+  // quic::ClientConnection's hooks.
+  bool send_packet(const ngtcp2_path& path, const std::uint8_t* data, std::size_t len,
+                   ngtcp2_tstamp now) override;
+  void on_write_error(WriteError where, int rv, ngtcp2_tstamp now) override;
+  int on_application_rx_key() override;
+  int on_handshake_completed() override;
+  void on_qlog(std::string_view text) override;
+  void on_stream_data(std::int64_t id, std::size_t len) override;
+  void on_body(std::int64_t id, std::size_t len) override;
+  void on_end_stream(std::int64_t id) override;
+  void consumed(std::int64_t id, std::uint64_t n) override;  // hold mode withholds credit
+
   LoadOptions options_;
-  UdpSocket sock_;       // current path
-  UdpSocket old_sock_;   // the path before migration, kept to drain in-flight packets
+  net::UdpSocket sock_;       // current path
+  net::UdpSocket old_sock_;   // the path before migration, kept to drain in-flight packets
   sockaddr_storage local_now_{};
-  ngtcp2_conn* conn_ = nullptr;
-  gnutls_session_t tls_ = nullptr;
-  ngtcp2_crypto_conn_ref conn_ref_{};
-  nghttp3_conn* h3_ = nullptr;
   LoadResult result_;
   ngtcp2_tstamp started_ = 0;
   ngtcp2_tstamp migrated_at_ = 0;   // first packet sent on the new path

@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "common/deadline_heap.hpp"
+#include "quic/time.hpp"
 #include "server_testbed/load/load_connection.hpp"
-#include "server_testbed/timer_queue.hpp"
-#include "server_testbed/worker.hpp"
 
 namespace qs = quicstep::server_testbed;
 
@@ -84,7 +84,7 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
                 std::vector<std::string>& start_errors) {
   RunInfo info;
   const int ep = epoll_create1(EPOLL_CLOEXEC);
-  const ngtcp2_tstamp t0 = qs::monotonic_now();
+  const ngtcp2_tstamp t0 = quicstep::quic::now();
   const ngtcp2_tstamp end = t0 + static_cast<ngtcp2_tstamp>(timeout_s) * NGTCP2_SECONDS;
   ngtcp2_tstamp last_start = t0;
   std::size_t started = 0, done = 0, open = 0, held = 0;
@@ -93,7 +93,7 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
   ngtcp2_tstamp barrier_first = 0;
   std::vector<epoll_event> events(1024);
   std::vector<bool> counted_held(connections, false);
-  qs::TimerQueue<std::size_t> timers;
+  quicstep::common::DeadlineHeap<std::size_t> timers;
   // After every event of connection i: its deadline, a new socket, the counts.
   auto touched = [&](std::size_t i) {
     auto& c = conns[i];
@@ -109,13 +109,17 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
       timers.erase(i);
       return;
     }
-    timers.set(i, c->next_deadline());
+    timers.set(i, quicstep::quic::from_ngtcp2(c->next_deadline()));
   };
-  while (done < connections && qs::monotonic_now() < end) {
-    ngtcp2_tstamp now = qs::monotonic_now();
+  while (done < connections && quicstep::quic::now() < end) {
+    ngtcp2_tstamp now = quicstep::quic::now();
     while (started < connections &&
            (rate <= 0 || static_cast<double>(now - t0) / NGTCP2_SECONDS * rate >= static_cast<double>(started))) {
-      conns[started] = qs::LoadConnection::start(opt, cred, now, &start_errors[started]);
+      if (auto connection = qs::LoadConnection::start(opt, cred, now); connection) {
+        conns[started] = std::move(*connection);
+      } else {
+        start_errors[started] = connection.error().message;
+      }
       if (conns[started]) {
         watch(ep, conns[started]->fd(), started);
         ++open;
@@ -128,11 +132,14 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
     }
     info.max_open = std::max(info.max_open, open);
     const ngtcp2_tstamp wake =
-        migrating ? (migrate_rate > 0 ? std::min(timers.next(), now + NGTCP2_MILLISECONDS) : now)
-                  : std::min(timers.next(), now + 10 * NGTCP2_MILLISECONDS);
+        migrating
+            ? (migrate_rate > 0
+                   ? std::min(quicstep::quic::to_ngtcp2(timers.next()), now + NGTCP2_MILLISECONDS)
+                   : now)
+            : std::min(quicstep::quic::to_ngtcp2(timers.next()), now + 10 * NGTCP2_MILLISECONDS);
     const int wait_ms = wake > now ? static_cast<int>((wake - now + NGTCP2_MILLISECONDS - 1) / NGTCP2_MILLISECONDS) : 0;
     const int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), wait_ms);
-    now = qs::monotonic_now();
+    now = quicstep::quic::now();
     for (int i = 0; i < n; ++i) {
       const std::size_t idx = events[i].data.u64 >> 32;
       auto& c = conns[idx];
@@ -140,7 +147,7 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
       c->on_readable(static_cast<int>(events[i].data.u64 & 0xffffffffu), now);
       touched(idx);
     }
-    for (std::size_t idx : timers.take_due(now)) {
+    for (std::size_t idx : timers.take_due(quicstep::quic::from_ngtcp2(now))) {
       conns[idx]->on_expiry(now);
       touched(idx);
     }
@@ -156,7 +163,7 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
       barrier_done = true;
       migrating = true;
       info.held_at_barrier = held;
-      barrier_first = qs::monotonic_now();
+      barrier_first = quicstep::quic::now();
       info.barrier_at_ms = static_cast<double>(barrier_first - t0) / NGTCP2_MILLISECONDS;
     }
     // The barrier migrates kMigrateBatch connections per wake-up and reads in between, so
@@ -166,8 +173,9 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
     // after the release.
     std::size_t budget = kMigrateBatch;
     if (migrating && migrate_rate > 0) {
-      const double due = static_cast<double>(qs::monotonic_now() - barrier_first) /
-                         NGTCP2_SECONDS * migrate_rate + 1;
+      const double due = static_cast<double>(quicstep::quic::now() - barrier_first) /
+                             NGTCP2_SECONDS * migrate_rate +
+                         1;
       budget = due > static_cast<double>(migrated_so_far)
                    ? std::min<std::size_t>(kMigrateBatch, static_cast<std::size_t>(due) - migrated_so_far)
                    : 0;
@@ -176,12 +184,12 @@ RunInfo run_all(const qs::LoadOptions& opt, gnutls_certificate_credentials_t cre
       if (next_to_migrate >= started) {
         migrating = false;
         info.barrier_spread_ms =
-            static_cast<double>(qs::monotonic_now() - barrier_first) / NGTCP2_MILLISECONDS;
+            static_cast<double>(quicstep::quic::now() - barrier_first) / NGTCP2_MILLISECONDS;
         break;
       }
       auto& c = conns[next_to_migrate];
       if (!c || c->finished() || !c->held()) continue;
-      c->migrate_now(qs::monotonic_now());
+      c->migrate_now(quicstep::quic::now());
       touched(next_to_migrate);
       ++k;
       ++migrated_so_far;

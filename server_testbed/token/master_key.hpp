@@ -6,10 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace quicstep::server_testbed::token {
 
-// The file's octets, or an empty vector with *error saying which file and why (missing,
-// unreadable, shorter than 32 octets, longer than 4096).
-std::vector<std::uint8_t> load_master_key(const std::string& path, std::string* error);
+// The file's octets. Failures name the file and why (missing, unreadable, shorter than 32
+// octets, longer than 4096).
+common::Result<std::vector<std::uint8_t>, common::Failure> load_master_key(const std::string& path);
 
 }  // namespace quicstep::server_testbed::token

@@ -12,12 +12,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "client/classifier.hpp"
+#include "client/core/classifier.hpp"
 #include "support/packet_builder.hpp"
 
 namespace {
 
-using namespace quicstep::client;
+using namespace quicstep::client::core;
 using quicstep::common::Timestamp;
 using quicstep::test::ByteVec;
 using quicstep::test::PacketBuilder;

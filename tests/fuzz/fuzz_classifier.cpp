@@ -14,11 +14,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "client/classifier.hpp"
+#include "client/core/classifier.hpp"
 
 namespace {
 
-using namespace quicstep::client;
+using namespace quicstep::client::core;
 using quicstep::common::Bytes;
 using quicstep::common::Timestamp;
 

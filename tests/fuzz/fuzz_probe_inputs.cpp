@@ -31,8 +31,7 @@ bool canonical_address(const std::string& text, int family) {
 }
 
 void check_target(const probe::Target& t) {
-  std::string reason;
-  if (!probe::is_valid_domain(t.domain, &reason)) __builtin_trap();
+  if (!probe::is_valid_domain(t.domain)) __builtin_trap();
   for (char c : t.domain) {
     if (c >= 'A' && c <= 'Z') __builtin_trap();
   }
@@ -76,13 +75,12 @@ void target_lines(std::string_view text) {
 
 void static_hosts(std::string_view text) {
   probe::StaticHosts hosts;
-  std::string error;
-  if (!probe::parse_static_hosts(text, "fuzz", &hosts, &error)) {
-    if (error.rfind("fuzz:", 0) != 0) __builtin_trap();
+  if (auto parsed = probe::parse_static_hosts(text, "fuzz", &hosts); !parsed) {
+    if (parsed.error().message.rfind("fuzz:", 0) != 0) __builtin_trap();
     return;
   }
   for (const auto& [name, entry] : hosts) {
-    if (!probe::is_valid_domain(name, nullptr)) __builtin_trap();
+    if (!probe::is_valid_domain(name)) __builtin_trap();
     if (entry.a.empty() && entry.aaaa.empty()) __builtin_trap();
     for (const auto& ip : entry.a) {
       if (!canonical_address(ip, AF_INET)) __builtin_trap();
@@ -119,7 +117,7 @@ void dns_answer(const std::uint8_t* data, std::size_t size) {
     }
   }
   // A query for a name the target parser accepts encodes and parses back as that question.
-  if (probe::is_valid_domain(name, nullptr)) {
+  if (probe::is_valid_domain(name)) {
     auto query = probe::build_address_query(id, name, qtype);
     if (!query) __builtin_trap();
     auto back = quicstep::common::parse_dns_message(*query);

@@ -197,7 +197,7 @@ class Reports(unittest.TestCase):
                                 "203.0.113.4,443 response_on_old_path",
                                 "203.0.113.8,443 timeout_after_switch"])
         self.assertEqual(counts["non_migrating"], 4)
-        # The format quicstepd parses (client/destination_cache.hpp): address[,port] reason.
+        # The format quicstepd parses (client/core/destination_cache.hpp): address[,port] reason.
         import re
         for l in body:
             self.assertRegex(l, r"^[0-9a-f.:]+,[0-9]{1,5} [A-Za-z0-9_.-]+$")

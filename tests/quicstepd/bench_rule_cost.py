@@ -126,7 +126,7 @@ def counted(chain, comment):
 
 
 def guard_counted(slot):
-    """Packets the native-path guard (client/native_guard) counted in `slot`."""
+    """Packets the native-path guard (client/kernel/native_guard) counted in `slot`."""
     return json.loads(run(GUARD_TOOL, "--pin-dir", GUARD_PINS, "counters"))[slot]["packets"]
 
 
@@ -140,7 +140,7 @@ def main():
     ap.add_argument("--modes", default="none,paper,quicstepd",
                     help="comma-separated: none, paper, quicstepd, quicstepd=PRINT_RULESET "
                          "(the rules another build's print_ruleset prints), and guard (the "
-                         "native-path guard's tc programs, client/native_guard, alone)")
+                         "native-path guard's tc programs, client/kernel/native_guard, alone)")
     ap.add_argument("--json")
     args = ap.parse_args()
     modes = args.modes.split(",")
@@ -163,7 +163,7 @@ def main():
                     out = run(BLASTER, DST6 if args.ipv6 else DST, str(args.packets), str(SPORT),
                               ns=A)
                     where = (None, "native_out")
-                if m == "guard":  # the tc programs of the redesign (client/native_guard)
+                if m == "guard":  # the tc programs of the redesign (client/kernel/native_guard)
                     seen = guard_counted(where[1])
                     if seen < args.packets:
                         raise RuntimeError(f"the guard counted {seen} of {args.packets} "

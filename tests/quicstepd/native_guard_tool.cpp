@@ -1,4 +1,4 @@
-// native_guard_tool: drives client/native_guard from the command line, for
+// native_guard_tool: drives client/kernel/native_guard from the command line, for
 // test_native_guard.py and bench_rule_cost.py (and by hand). It runs in the host's mount
 // namespace (the pins live on its /sys/fs/bpf) and enters a network namespace only for what
 // touches devices.
@@ -20,9 +20,9 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "client/native_guard.hpp"
+#include "client/kernel/native_guard.hpp"
 
-namespace qc = quicstep::client;
+namespace qc = quicstep::client::kernel;
 
 namespace {
 
@@ -47,16 +47,18 @@ std::unique_ptr<qc::NativeGuard> open_pinned(const std::string& pin_dir) {
   qc::GuardOptions options;
   options.pin_dir = pin_dir;
   options.write_config = false;
-  std::string why;
-  auto guard = qc::NativeGuard::load(options, &why);
-  if (!guard) std::fprintf(stderr, "native_guard_tool: %s\n", why.c_str());
-  return guard;
+  auto loaded = qc::NativeGuard::load(options);
+  if (!loaded) {
+    std::fprintf(stderr, "native_guard_tool: %s\n", loaded.error().message.c_str());
+    return nullptr;
+  }
+  return std::move(*loaded);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Attach, read and remove quicstepd's native-path guard (client/native_guard)"};
+  CLI::App app{"Attach, read and remove quicstepd's native-path guard (client/kernel/native_guard)"};
   std::string netns, pin_dir = "/sys/fs/bpf/quicstep";
   app.add_option("--netns", netns, "network namespace (/run/netns/NAME) of the devices");
   app.add_option("--pin-dir", pin_dir, "where the maps and links are pinned");
@@ -97,15 +99,15 @@ int main(int argc, char** argv) {
     options.native_prefixes = prefixes;
     options.force_clsact = clsact;
     options.force_generic = generic;
-    std::string why;
-    auto guard = qc::NativeGuard::load(options, &why);
-    if (!guard) {
-      std::fprintf(stderr, "native_guard_tool: %s\n", why.c_str());
+    auto loaded = qc::NativeGuard::load(options);
+    if (!loaded) {
+      std::fprintf(stderr, "native_guard_tool: %s\n", loaded.error().message.c_str());
       return 1;
     }
+    auto guard = std::move(*loaded);
     if (enter_netns(netns) != 0) return 1;
-    if (auto e = guard->attach(device); !e.empty()) {
-      std::fprintf(stderr, "native_guard_tool: %s\n", e.c_str());
+    if (auto e = guard->attach(device); !e) {
+      std::fprintf(stderr, "native_guard_tool: %s\n", e.error().message.c_str());
       return 1;
     }
     const char* path = guard->path() == qc::GuardPath::ethernet ? "ethernet"
@@ -138,8 +140,8 @@ int main(int argc, char** argv) {
     auto guard = open_pinned(pin_dir);
     if (!guard) return 1;
     if (op == "add") {
-      if (auto e = guard->watch(key); !e.empty()) {
-        std::fprintf(stderr, "native_guard_tool: %s\n", e.c_str());
+      if (auto e = guard->watch(key); !e) {
+        std::fprintf(stderr, "native_guard_tool: %s\n", e.error().message.c_str());
         return 1;
       }
     } else if (op == "del") {

@@ -6,13 +6,16 @@
 #include <cstdio>
 #include <string>
 
-#include "client/daemon.hpp"
-#include "client/nft_rules.hpp"
-#include "client/policy_config.hpp"
-#include "client/routing.hpp"
+#include "client/core/policy_config.hpp"
+#include "client/daemon/daemon.hpp"
+#include "client/daemon/specs.hpp"
+#include "client/kernel/nft_rules.hpp"
+#include "client/kernel/routing.hpp"
 
 int main(int argc, char** argv) {
-  namespace qc = quicstep::client;
+  namespace qc = quicstep::client::core;
+  namespace qk = quicstep::client::kernel;
+  namespace qd = quicstep::client::daemon;
   const std::string mode = argc == 4 ? argv[3] : "stateless";
   if (argc < 3 || argc > 4 || (mode != "nat" && mode != "stateless" && mode != "permissive")) {
     std::fprintf(stderr, "usage: print_ruleset CHANNEL_INTERFACE TUNNEL_V4 "
@@ -24,15 +27,15 @@ int main(int argc, char** argv) {
   config.daemon.addressing = mode == "nat"         ? qc::Addressing::nat
                              : mode == "stateless" ? qc::Addressing::stateless
                                                    : qc::Addressing::permissive;
-  qc::RulesetSpec spec;
-  qc::RoutingSpec routing;
+  qk::RulesetSpec spec;
+  qk::RoutingSpec routing;
   // What Channel::attach adds at start: the tunnel address read from the device.
   spec.tunnel_v4 = argv[2];
-  if (auto why = qc::derive_specs(config, &spec, &routing); !why.empty()) {
-    std::fprintf(stderr, "print_ruleset: %s\n", why.c_str());
+  if (auto derived = qd::derive_specs(config, &spec, &routing); !derived) {
+    std::fprintf(stderr, "print_ruleset: %s\n", derived.error().message.c_str());
     return 2;
   }
-  std::printf("%s#iptables\n%s", qc::ruleset_text(spec).c_str(),
-              qc::iptables_install_text(spec).c_str());
+  std::printf("%s#iptables\n%s", qk::ruleset_text(spec).c_str(),
+              qk::iptables_install_text(spec).c_str());
   return 0;
 }

@@ -1,4 +1,4 @@
-"""The native path's guard (client/native_guard, client/bpf/native_guard.bpf.c) on a device,
+"""The native path's guard (client/kernel/native_guard, client/kernel/bpf/native_guard.bpf.c) on a device,
 from the outside: a sender in qs-ng-a, the guard on its veth, and the far end (qs-ng-b)
 counting with nft what arrives. Root; its own namespaces and addresses (198.18.249.0/30,
 2001:db8:249::/64), no lab. The tool that attaches the guard exits at once, so every check

@@ -6,7 +6,7 @@
 // socket with sendmmsg, 64 at a time, and prints one line: system CPU ns per datagram,
 // wall-clock ns per datagram, failed sendmmsg calls. The rest of each datagram is
 // pseudo-random, as a protected packet's is, and its byte 21 (quicstepd's refresh sample,
-// client/nft_rules.cpp) takes each of its 256 values once in every 256 datagrams: the
+// client/kernel/nft_rules.cpp) takes each of its 256 values once in every 256 datagrams: the
 // rules' share of refreshed packets is exact, as in real traffic. System time is the
 // kernel's work on the send path (netfilter hooks included); the caller sinks the datagrams
 // cheaply.

@@ -117,7 +117,7 @@ def merge(sources: List[Tuple[str, Dict[str, dict]]]):
 
 
 def allowlist(records: Iterable[dict], port: int = 443) -> Tuple[str, dict]:
-    """quicstepd's preload file of non-migrating destinations (client/destination_cache.hpp:
+    """quicstepd's preload file of non-migrating destinations (client/core/destination_cache.hpp:
     lines `address[,port] reason`): every address that completed a QUIC handshake but is
     not quicstep_ok, with the failing test's label as the reason. An address seen under
     several domains is listed if any of them failed (a destination that fails sometimes
@@ -134,7 +134,7 @@ def allowlist(records: Iterable[dict], port: int = 443) -> Tuple[str, dict]:
                 failed.setdefault(a["ip"], address_failure(a))
     lines = ["# quicstep-scan allowlist: QUIC destinations that do not follow a client address",
              "# change (NAT rebinding / address migration failed). quicstepd keeps flows to",
-             "# them on the channel. Format: address,port reason (client/destination_cache.hpp)."]
+             "# them on the channel. Format: address,port reason (client/core/destination_cache.hpp)."]
     for ip in sorted(failed, key=_ip_key):
         lines.append(f"{ip},{port} {failed[ip]}")
     counts = {"non_migrating": len(failed), "migrating": len(ok - set(failed)),

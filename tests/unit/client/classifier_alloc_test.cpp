@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "client/classifier.hpp"
+#include "client/core/classifier.hpp"
 #include "client_packets.hpp"
 
 namespace {
@@ -30,7 +30,7 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
 
-namespace quicstep::client {
+namespace quicstep::client::core {
 namespace {
 
 using namespace testing;  // NOLINT: the test packets
@@ -95,4 +95,4 @@ TEST(ClassifierAlloc, UpdatePolicyKeepsFlows) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::core

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "client/classifier.hpp"
+#include "client/core/classifier.hpp"
 #include "client_packets.hpp"
 #include "unit/common/quic_test_vectors.hpp"
 
-namespace quicstep::client::testing {
+namespace quicstep::client::core::testing {
 
 struct ClassifierCase {
   std::string name;
@@ -100,4 +100,4 @@ inline std::vector<ClassifierCase> outbound_cases() {
   };
 }
 
-}  // namespace quicstep::client::testing
+}  // namespace quicstep::client::core::testing

@@ -6,10 +6,10 @@
 #include <chrono>
 #include <vector>
 
-#include "client/classifier.hpp"
+#include "client/core/classifier.hpp"
 #include "client_packets.hpp"
 
-namespace quicstep::client {
+namespace quicstep::client::core {
 namespace {
 
 using namespace testing;  // NOLINT: the test packets
@@ -506,9 +506,9 @@ TEST(ClassifierNativeSwitch, ALateLongHeaderOnTheChannelIsNoStalePathEvidence) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::core
 
-namespace quicstep::client {
+namespace quicstep::client::core {
 namespace {
 
 // The routed native path: the daemon sees one short header on the channel (the move), the
@@ -601,4 +601,4 @@ TEST(ClassifierForget, AClosedSocketsFlowStartsAfreshOnItsPorts) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::core

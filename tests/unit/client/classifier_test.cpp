@@ -1,7 +1,7 @@
 // The classifier's stateless decisions, table-driven over the fluent builder, and invariant 1
 // as a property over mutated packets: `native` only for a UDP datagram to a QUIC port whose
 // first payload byte has the long-header bit clear.
-#include "client/classifier.hpp"
+#include "client/core/classifier.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "classifier_cases.hpp"
 #include "client_packets.hpp"
 
-namespace quicstep::client {
+namespace quicstep::client::core {
 namespace {
 
 using namespace testing;  // NOLINT: the test packets
@@ -164,4 +164,4 @@ TEST(ClassifierProperty, NativeOnlyForShortHeadersOnQuicPorts) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::core

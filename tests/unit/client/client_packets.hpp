@@ -8,7 +8,7 @@
 
 #include "support/packet_builder.hpp"
 
-namespace quicstep::client::testing {
+namespace quicstep::client::core::testing {
 
 using quicstep::test::ByteVec;
 using quicstep::test::PacketBuilder;
@@ -75,4 +75,4 @@ inline ByteVec in6(std::uint16_t cport, const ByteVec& quic, const char* server 
   return udp6(443, cport, quic, server, kClient6);
 }
 
-}  // namespace quicstep::client::testing
+}  // namespace quicstep::client::core::testing

@@ -1,6 +1,6 @@
 // DestinationCache: port-specific and address-wide entries, expiry, eviction; the preload
 // format with bad lines reported by number and skipped.
-#include "client/destination_cache.hpp"
+#include "client/core/destination_cache.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
-namespace quicstep::client {
+namespace quicstep::client::core {
 namespace {
 
 using namespace std::chrono_literals;
@@ -130,4 +130,4 @@ TEST(DestinationList, ReadsAFile) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::core

@@ -1,7 +1,7 @@
 // FibRuleWriter against the kernel: rules added, listed by `ip rule`, deleted one by one and
 // all at a priority, in a private network namespace of a child process (root only; skipped
 // otherwise).
-#include "client/fib_rule_writer.hpp"
+#include "client/kernel/fib_rule_writer.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,17 +9,17 @@
 #include <cerrno>
 #include <string>
 
-#include "client/process.hpp"
+#include "net/process.hpp"
 #include "unit/client/private_netns.hpp"
 
-namespace quicstep::client {
+namespace quicstep::client::kernel {
 namespace {
 
 using common::FlowKey;
 using common::IpAddress;
 
 std::string rules(const char* family) {
-  return run_process({"ip", family, "rule", "show"}).output;
+  return net::run_process({"ip", family, "rule", "show"}).output;
 }
 
 FlowKey flow4() {
@@ -37,7 +37,7 @@ TEST(FibRuleWriter, FlowRulesAddListDeleteBothFamilies) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([] {
               FibRuleWriter w;
-              if (auto why = w.open(); !why.empty()) return why;
+              if (auto opened = w.open(); !opened) return opened.error().message;
               if (int e = w.add(flow_rule(flow4(), 10099, 254)); e != 0) {
                 return "add v4: " + std::string(strerror(e));
               }
@@ -69,7 +69,7 @@ TEST(FibRuleWriter, UnreachableAndRemoveAllAtAPriority) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([] {
               FibRuleWriter w;
-              if (auto why = w.open(); !why.empty()) return why;
+              if (auto opened = w.open(); !opened) return opened.error().message;
               FibRule u;
               u.priority = 10150;
               u.unreachable = true;
@@ -100,4 +100,4 @@ TEST(FibRuleWriter, UnreachableAndRemoveAllAtAPriority) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::kernel

@@ -1,12 +1,12 @@
 // FlowTable: the fast hash, LRU with touch granularity, idle expiry.
-#include "client/flow_table.hpp"
+#include "client/core/flow_table.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <unordered_set>
 
-namespace quicstep::client {
+namespace quicstep::client::core {
 namespace {
 
 using namespace std::chrono_literals;
@@ -83,4 +83,4 @@ TEST(FlowTable, StateNames) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::core

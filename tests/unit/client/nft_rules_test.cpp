@@ -1,14 +1,17 @@
 // The kernel half of quicstepd as text: the nft table, the iptables-nft queue rules, the
 // flow-set elements, the ip rules, and the parsing of nft's JSON counters.
-#include "client/nft_rules.hpp"
+#include "client/kernel/nft_rules.hpp"
 
 #include <gtest/gtest.h>
 
-#include "client/kernel_rules.hpp"
-#include "client/routing.hpp"
+#include "client/kernel/kernel_rules.hpp"
+#include "client/kernel/routing.hpp"
+#include "support/outcome.hpp"
 
-namespace quicstep::client {
+namespace quicstep::client::kernel {
 namespace {
+
+using quicstep::test_support::failure_text;
 
 bool has(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
@@ -21,7 +24,7 @@ std::string chain(const std::string& text, const std::string& name) {
   return text.substr(start, text.find("\n  }\n", start) - start);
 }
 
-TEST(NftRules, DefaultSpecIsValid) { EXPECT_EQ(check_spec(RulesetSpec{}), ""); }
+TEST(NftRules, DefaultSpecIsValid) { EXPECT_EQ(failure_text(check_spec(RulesetSpec{})), ""); }
 
 TEST(NftRules, ReplacesTheTableInOneTransaction) {
   const std::string t = ruleset_text(RulesetSpec{});
@@ -155,7 +158,7 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
   s.stateless = true;
   s.tunnel_v4 = "10.77.0.2";
   s.tunnel_v6 = "fd77::2";
-  ASSERT_EQ(check_spec(s), "");
+  ASSERT_EQ(failure_text(check_spec(s)), "");
   std::string t = ruleset_text(s);
   // No nat chain, no ct expression: conntrack's hooks are never registered by this table.
   EXPECT_FALSE(has(t, "masquerade"));
@@ -200,7 +203,7 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
                   "meta protocol ip6 drop"));
   EXPECT_FALSE(has(t, "ip6 saddr set"));
   s.tunnel_v4 = "10.77.0.0/24";
-  EXPECT_NE(check_spec(s), "");
+  EXPECT_NE(failure_text(check_spec(s)), "");
   // Permissive wins over stateless: no rewrite at all.
   s.tunnel_v4 = "10.77.0.2";
   s.nat = false;
@@ -263,27 +266,27 @@ TEST(NftRules, NativePrefixesSkipTheChannelExceptDns) {
   // the QUIC, DNS and TCP rules.
   EXPECT_LT(decide.find("exthdr frag exists"), decide.find(lan4));
   EXPECT_LT(decide.find(lan4), decide.find("goto quic_out"));
-  EXPECT_EQ(check_spec(s), "");
+  EXPECT_EQ(failure_text(check_spec(s)), "");
   s.native_v4 = {"192.168.0.0/16; flush ruleset"};
-  EXPECT_NE(check_spec(s), "");
+  EXPECT_NE(failure_text(check_spec(s)), "");
 }
 
 TEST(NftRules, CheckSpecRefusesBadValues) {
   RulesetSpec s;
   s.mark_decide_out = s.mark_channel;
-  EXPECT_NE(check_spec(s).find("distinct"), std::string::npos);
+  EXPECT_NE(failure_text(check_spec(s)).find("distinct"), std::string::npos);
   s = {};
   s.mark_native = 0x100;  // outside the mask
-  EXPECT_NE(check_spec(s).find("outside the mask"), std::string::npos);
+  EXPECT_NE(failure_text(check_spec(s)).find("outside the mask"), std::string::npos);
   s = {};
   s.channel_interface = "bad name; rm";
-  EXPECT_NE(check_spec(s).find("`bad name; rm'"), std::string::npos);
+  EXPECT_NE(failure_text(check_spec(s)).find("`bad name; rm'"), std::string::npos);
   s = {};
   s.quic_ports = {};
-  EXPECT_NE(check_spec(s), "");
+  EXPECT_NE(failure_text(check_spec(s)), "");
   s = {};
   s.exempt_v4 = {"1.2.3.4 } accept"};
-  EXPECT_NE(check_spec(s), "");
+  EXPECT_NE(failure_text(check_spec(s)), "");
 }
 
 TEST(NftRules, IptablesQueuesTheOutboundMarkWithBypass) {
@@ -432,10 +435,12 @@ TEST(NftRules, ParsesKernelCounters) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::kernel
 
-namespace quicstep::client {
+namespace quicstep::client::kernel {
 namespace {
+
+using quicstep::test_support::failure_text;
 
 // The routed native path: the channel device's table alone (nothing on the output hook, so
 // native packets meet no netfilter chain), copies of the channel's QUIC to the log group.
@@ -448,7 +453,7 @@ TEST(NftRulesRouted, OnlyTheDeviceTableCopiesQuicToTheLogGroup) {
   s.quic_ports = {443, 8443};
   s.tunnel_v4 = "10.77.0.2";
   s.tunnel_v6 = "fd77::2";
-  ASSERT_EQ(check_spec(s), "");
+  ASSERT_EQ(failure_text(check_spec(s)), "");
   const std::string t = ruleset_text(s);
   EXPECT_FALSE(has(t, "table inet quicstep {"));
   EXPECT_FALSE(has(t, "hook output"));
@@ -512,4 +517,4 @@ TEST(NftRulesRouted, RoutingSendsDnsTcpAndQuicToTheChannelTableAndFailsClosed) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::kernel

@@ -1,6 +1,6 @@
 // The fast path against the full parser: whenever peek_common_packet accepts bytes, the
 // wire library's parse_ip_packet accepts them too and yields the same facts.
-#include "client/packet_facts.hpp"
+#include "client/core/packet_facts.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "client_packets.hpp"
 
-namespace quicstep::client {
+namespace quicstep::client::core {
 namespace {
 
 using namespace testing;  // NOLINT: the test packets
@@ -85,4 +85,4 @@ TEST(PacketFacts, AgreesWithTheFullParserOnMutations) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::core

@@ -1,13 +1,13 @@
 // The TOML config: the example file is complete and equals the defaults; bad input is
 // refused with file, line, column and the bad value quoted.
-#include "client/policy_config.hpp"
+#include "client/core/policy_config.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 
-namespace quicstep::client {
+namespace quicstep::client::core {
 namespace {
 
 using namespace std::chrono_literals;
@@ -209,9 +209,9 @@ TEST(PolicyConfig, NativeFlowsAreTrackedUnlessNatOrSaidOtherwise) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::core
 
-namespace quicstep::client {
+namespace quicstep::client::core {
 namespace {
 
 TEST(PolicyConfigRouted, AutoTakesTheRoutedPathWhereTheConfigAllowsIt) {
@@ -248,4 +248,4 @@ TEST(PolicyConfigRouted, ExplicitRoutedNeedsStatelessAddressing) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::core

@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 
-namespace quicstep::client {
+namespace quicstep::client::kernel {
 
 // Runs `body` in a child in a new network namespace; returns what it reported ("" = fine).
 inline std::string in_private_netns(const std::function<std::string()>& body) {
@@ -34,4 +34,4 @@ inline std::string in_private_netns(const std::function<std::string()>& body) {
   return out;
 }
 
-}  // namespace quicstep::client
+}  // namespace quicstep::client::kernel

@@ -1,10 +1,13 @@
 // Status JSON (quicstepctl, control socket) and the Prometheus text built from it.
-#include "client/status.hpp"
+#include "client/daemon/status.hpp"
 
 #include <gtest/gtest.h>
 
-namespace quicstep::client {
+namespace quicstep::client::daemon {
 namespace {
+
+using core::Classifier;
+using core::Policy;
 
 TEST(Status, PathsComeFromKernelCountersAndRatioFromBytes) {
   Classifier c(Policy{});
@@ -52,4 +55,4 @@ TEST(Status, MetricsTextHasOneHeaderPerMetricAndLabelledSamples) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::daemon

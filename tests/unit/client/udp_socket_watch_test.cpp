@@ -1,7 +1,7 @@
 // UdpSocketWatch against the kernel, in a private network namespace (root only; skipped
 // otherwise): a UDP socket is found on its port, connected or not, and its close is
 // announced with its ports and peer; socket_may_carry() matches flows to sockets.
-#include "client/udp_socket_watch.hpp"
+#include "client/kernel/udp_socket_watch.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "client/process.hpp"
+#include "net/process.hpp"
 #include "unit/client/private_netns.hpp"
 
-namespace quicstep::client {
+namespace quicstep::client::kernel {
 namespace {
 
 using common::FlowKey;
@@ -55,9 +55,9 @@ std::vector<UdpSocketId> closed_within(UdpSocketWatch& w, int ms) {
 }
 
 std::string watch_sockets() {
-  if (!run_process({"ip", "link", "set", "lo", "up"}).ok()) return "lo up failed";
+  if (!net::run_process({"ip", "link", "set", "lo", "up"}).ok()) return "lo up failed";
   UdpSocketWatch w;
-  if (auto why = w.open(); !why.empty()) return why;
+  if (auto opened = w.open(); !opened) return opened.error().message;
   const int connected = udp_socket(40000, true);
   const int unconnected = udp_socket(40001, false);
   if (connected < 0 || unconnected < 0) return "socket setup failed";
@@ -133,4 +133,4 @@ TEST(UdpSocketWatch, MayCarryMatchesPortsAndPeer) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::kernel

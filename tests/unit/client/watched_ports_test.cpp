@@ -1,8 +1,8 @@
-#include "client/watched_ports.hpp"
+#include "client/kernel/watched_ports.hpp"
 
 #include <gtest/gtest.h>
 
-namespace quicstep::client {
+namespace quicstep::client::kernel {
 namespace {
 
 common::FlowKey flow(std::uint16_t client_port, std::uint8_t server) {
@@ -51,4 +51,4 @@ TEST(WatchedPorts, ReleaseAllGivesOneFlowPerPort) {
 }
 
 }  // namespace
-}  // namespace quicstep::client
+}  // namespace quicstep::client::kernel

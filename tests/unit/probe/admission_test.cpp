@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include "common/socket_endpoint.hpp"
+#include "net/socket_endpoint.hpp"
 
 namespace quicstep::measurement::probe {
 
-using common::parse_endpoint;
-using common::parse_ip;
-using common::ip_text;
+using net::parse_endpoint;
+using net::parse_ip;
+using net::ip_text;
 namespace {
 
 constexpr std::uint64_t kSecond = 1'000'000'000;
@@ -59,16 +59,16 @@ TEST(PrefixLimiter, Unlimited) {
 }
 
 TEST(Endpoint, Parse) {
-  EXPECT_TRUE(parse_endpoint("198.18.0.1", 53));
-  EXPECT_TRUE(parse_endpoint("198.18.0.1:5353", 53));
-  EXPECT_TRUE(parse_endpoint("2001:db8::1", 53));
-  EXPECT_TRUE(parse_endpoint("[2001:db8::1]:53", 53));
-  EXPECT_FALSE(parse_endpoint("198.18.0.1:0", 53));
-  EXPECT_FALSE(parse_endpoint("198.18.0.1:65536", 53));
-  EXPECT_FALSE(parse_endpoint("198.18.0.1:53x", 53));
-  EXPECT_FALSE(parse_endpoint("[2001:db8::1", 53));
-  EXPECT_FALSE(parse_endpoint("dns.test", 53));
-  EXPECT_EQ(ip_text(*parse_endpoint("[2001:db8::1]:53", 53)), "2001:db8::1");
+  EXPECT_TRUE(net::parse_endpoint("198.18.0.1", 53));
+  EXPECT_TRUE(net::parse_endpoint("198.18.0.1:5353", 53));
+  EXPECT_TRUE(net::parse_endpoint("2001:db8::1", 53));
+  EXPECT_TRUE(net::parse_endpoint("[2001:db8::1]:53", 53));
+  EXPECT_FALSE(net::parse_endpoint("198.18.0.1:0", 53));
+  EXPECT_FALSE(net::parse_endpoint("198.18.0.1:65536", 53));
+  EXPECT_FALSE(net::parse_endpoint("198.18.0.1:53x", 53));
+  EXPECT_FALSE(net::parse_endpoint("[2001:db8::1", 53));
+  EXPECT_FALSE(net::parse_endpoint("dns.test", 53));
+  EXPECT_EQ(net::ip_text(*net::parse_endpoint("[2001:db8::1]:53", 53)), "2001:db8::1");
 }
 
 }  // namespace

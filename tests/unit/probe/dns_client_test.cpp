@@ -79,9 +79,9 @@ class FakeResolver {
 
 TEST(DnsClient, KeepsAtMostMaxInFlightAndStartsWaitingOnesAsOthersFinish) {
   FakeResolver resolver;
-  std::string error;
-  DnsClient client(resolver.address(), 5'000'000'000, 2, &error);
-  ASSERT_TRUE(client.valid()) << error;
+  DnsClient client(resolver.address(), 5'000'000'000, 2);
+  const auto opened = client.open();
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
   std::vector<std::string> answered;
   for (int i = 0; i < 5; ++i) {
     const std::string name = "n" + std::to_string(i) + ".test";
@@ -110,10 +110,10 @@ TEST(DnsClient, KeepsAtMostMaxInFlightAndStartsWaitingOnesAsOthersFinish) {
 
 TEST(DnsClient, ResendsTwiceThenTimesOutAndStartsTheNext) {
   FakeResolver resolver;
-  std::string error;
   const std::uint64_t timeout = 3'000'000'000;
-  DnsClient client(resolver.address(), timeout, 1, &error);
-  ASSERT_TRUE(client.valid()) << error;
+  DnsClient client(resolver.address(), timeout, 1);
+  const auto opened = client.open();
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
   std::vector<DnsStatus> statuses;
   for (const char* name : {"slow.test", "next.test"}) {
     client.resolve(name, common::dns_type::kA, 0,

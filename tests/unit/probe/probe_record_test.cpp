@@ -5,9 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "measurement/probe/static_hosts.hpp"
+#include "support/outcome.hpp"
 
 namespace quicstep::measurement::probe {
 namespace {
+
+using quicstep::test_support::failure_text;
 
 TEST(ProbeRecord, FullRecord) {
   DomainRecord r;
@@ -106,17 +109,21 @@ TEST(ProbeRecord, BadInputAndInvalidUtf8) {
 
 TEST(StaticHosts, ParsesAndReportsLine) {
   StaticHosts hosts;
-  std::string error;
-  ASSERT_TRUE(parse_static_hosts("# hosts\nA.test 198.18.0.1 2001:DB8::1\n\nb.test 198.18.0.2 # x\n",
-                                 "hosts.txt", &hosts, &error)) << error;
+  const auto parsed = parse_static_hosts(
+      "# hosts\nA.test 198.18.0.1 2001:DB8::1\n\nb.test 198.18.0.2 # x\n", "hosts.txt", &hosts);
+  ASSERT_TRUE(parsed) << failure_text(parsed);
   ASSERT_EQ(hosts.count("a.test"), 1u);
   EXPECT_EQ(hosts["a.test"].a, (std::vector<std::string>{"198.18.0.1"}));
   EXPECT_EQ(hosts["a.test"].aaaa, (std::vector<std::string>{"2001:db8::1"}));
-  EXPECT_FALSE(parse_static_hosts("a.test 198.18.0.1\nb.test 300.1.1.1\n", "h", &hosts, &error));
+  std::string error =
+      failure_text(parse_static_hosts("a.test 198.18.0.1\nb.test 300.1.1.1\n", "h", &hosts));
+  EXPECT_FALSE(error.empty());
   EXPECT_EQ(error, "h:2: not an IPv4 or IPv6 address: `300.1.1.1'");
-  EXPECT_FALSE(parse_static_hosts("c.test\n", "h", &hosts, &error));
+  error = failure_text(parse_static_hosts("c.test\n", "h", &hosts));
+  EXPECT_FALSE(error.empty());
   EXPECT_EQ(error, "h:1: no address after `c.test'");
-  EXPECT_FALSE(parse_static_hosts("bad..name 198.18.0.1\n", "h", &hosts, &error));
+  error = failure_text(parse_static_hosts("bad..name 198.18.0.1\n", "h", &hosts));
+  EXPECT_FALSE(error.empty());
   EXPECT_NE(error.find("h:1: empty label"), std::string::npos);
 }
 

@@ -60,8 +60,8 @@ TEST(TargetLine, LengthLimits) {
   while (name.size() < 250) name += "abcdefghi.";
   name += "abc";
   ASSERT_EQ(name.size(), 253u);
-  EXPECT_TRUE(is_valid_domain(name, nullptr));
-  EXPECT_FALSE(is_valid_domain(name + "x", nullptr));
+  EXPECT_TRUE(is_valid_domain(name));
+  EXPECT_FALSE(is_valid_domain(name + "x"));
   EXPECT_EQ(parse_target_line(std::string(5000, 'a'), 1).kind, LineKind::bad);
 }
 

@@ -148,9 +148,9 @@ TEST(FloodPacket, SpecChecks) {
   EXPECT_FALSE(fl::check_spec(spec).ok());
   spec = {};
   spec.variant = fl::FloodVariant::replay;
-  std::string why;
-  EXPECT_FALSE(fl::check_spec(spec, &why).ok());
-  EXPECT_NE(why.find("token"), std::string::npos);
+  const auto checked = fl::check_spec(spec);
+  EXPECT_FALSE(checked.ok());
+  EXPECT_NE(checked.error().message.find("token"), std::string::npos);
   spec = {};
   spec.datagram_size = 1199;
   EXPECT_FALSE(fl::check_spec(spec).ok());
@@ -209,10 +209,10 @@ TEST(LabPrefix, RefusesEverythingOutsideTheLabRanges) {
     ASSERT_TRUE(p.ok()) << outside;
     EXPECT_FALSE(fl::inside_lab(*p)) << outside;
   }
-  std::string why;
   for (const char* bad : {"198.18.0.0/33", "198.18.0.0/", "198.18.0.0/1x", "lab", "2001:db8::/129"}) {
-    EXPECT_FALSE(fl::parse_prefix(bad, &why).ok()) << bad;
-    EXPECT_NE(why.find(bad), std::string::npos);
+    const auto parsed = fl::parse_prefix(bad);
+    EXPECT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.error().message.find(bad), std::string::npos);
   }
 }
 

@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "net/socket_endpoint.hpp"
+
 namespace quicstep::server_testbed {
 namespace {
 
@@ -59,14 +61,14 @@ TEST(MigrationPolicy, AcceptTable) {
 TEST(MigrationPolicy, SendAddressAndTransportParameter) {
   const auto orig = v6("2001:db8:210::2", 1);
   const auto moved = v6("2001:db8:210::3", 2);
-  EXPECT_TRUE(same_endpoint(send_address(MigrationPolicy::stale_path, orig, moved), orig));
-  EXPECT_TRUE(same_endpoint(send_address(MigrationPolicy::full, orig, moved), moved));
-  EXPECT_TRUE(same_endpoint(send_address(MigrationPolicy::port_only, orig, moved), moved));
+  EXPECT_TRUE(net::same_endpoint(send_address(MigrationPolicy::stale_path, orig, moved), orig));
+  EXPECT_TRUE(net::same_endpoint(send_address(MigrationPolicy::full, orig, moved), moved));
+  EXPECT_TRUE(net::same_endpoint(send_address(MigrationPolicy::port_only, orig, moved), moved));
   EXPECT_TRUE(disables_active_migration(MigrationPolicy::none));
   EXPECT_FALSE(disables_active_migration(MigrationPolicy::full));
-  EXPECT_FALSE(same_ip(orig, moved));
-  EXPECT_TRUE(same_ip(v4("198.18.210.2", 1), v4("198.18.210.2", 2)));
-  EXPECT_FALSE(same_endpoint(v4("198.18.210.2", 1), v4("198.18.210.2", 2)));
+  EXPECT_FALSE(net::same_ip(orig, moved));
+  EXPECT_TRUE(net::same_ip(v4("198.18.210.2", 1), v4("198.18.210.2", 2)));
+  EXPECT_FALSE(net::same_endpoint(v4("198.18.210.2", 1), v4("198.18.210.2", 2)));
 }
 
 }  // namespace

@@ -52,9 +52,8 @@ class SteeringBpf : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF)";
-    std::string why;
-    auto loaded = Steering::open(&why);
-    ASSERT_TRUE(loaded.ok()) << why;
+    auto loaded = Steering::open();
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message;
     steering_ = std::move(*loaded);
     ASSERT_TRUE(steering_->set_config(to_bpf_config(codec_.config(), true)).ok());
   }

@@ -219,19 +219,22 @@ TEST(UniversalToken, NoncesAreUniqueAndNotFromClientInput) {
 }
 
 TEST(MasterKey, MissingShortAndGoodFiles) {
-  std::string error;
-  EXPECT_TRUE(qt::load_master_key("/nonexistent/qs-key", &error).empty());
-  EXPECT_NE(error.find("/nonexistent/qs-key"), std::string::npos);
+  auto missing = qt::load_master_key("/nonexistent/qs-key");
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("/nonexistent/qs-key"), std::string::npos);
   char path[] = "/tmp/qs-token-key-XXXXXX";
   const int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(write(fd, "0123456789abcdef", 16), 16);
-  error.clear();
-  EXPECT_TRUE(qt::load_master_key(path, &error).empty());
-  EXPECT_NE(error.find("16 octets"), std::string::npos) << error;
+  auto short_key = qt::load_master_key(path);
+  EXPECT_FALSE(short_key.ok());
+  EXPECT_NE(short_key.error().message.find("16 octets"), std::string::npos)
+      << short_key.error().message;
   ASSERT_EQ(write(fd, "0123456789abcdef", 16), 16);
   close(fd);
-  EXPECT_EQ(qt::load_master_key(path, &error).size(), 32u);
+  auto good = qt::load_master_key(path);
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good->size(), 32u);
   std::remove(path);
   EXPECT_FALSE(qt::TokenCodec::create(std::vector<std::uint8_t>(31, 1), {}).ok());
 }

@@ -1,0 +1,215 @@
+#include "client/daemon/channel.hpp"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "net/process.hpp"
+
+extern char** environ;
+
+namespace quicstep::client::daemon {
+
+using core::DaemonSettings;
+using kernel::RulesetSpec;
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return f ? ss.str() : std::string();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
+  std::size_t i = s.find_first_not_of(" \t");
+  return i == std::string::npos ? "" : s.substr(i);
+}
+
+std::string rp_filter_path(const std::string& ifname) {
+  return "/proc/sys/net/ipv4/conf/" + ifname + "/rp_filter";
+}
+
+std::string pid_file(const std::string& ifname) { return "/run/quicstep/" + ifname + ".wg.pid"; }
+
+}  // namespace
+
+common::Outcome Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
+  interface_ = s.channel_interface;
+  if (!s.wg_config.empty()) {
+    if (auto up = bring_up(s); !up) {
+      detach();
+      return up;
+    }
+  }
+  if (!net::run_process({"ip", "link", "show", "dev", interface_}).ok()) {
+    return common::Failure("channel interface " + interface_ +
+                           " does not exist (set daemon.wg_config to "
+                           "bring it up)");
+  }
+  if (auto why = read_facts(spec); !why) return why;
+  rp_filter_saved_ = trim(read_file(rp_filter_path(interface_)));
+  if (rp_filter_saved_ == "1") std::ofstream(rp_filter_path(interface_)) << "2\n";
+  return {};
+}
+
+common::Outcome Channel::read_facts(RulesetSpec* spec) const {
+  spec->exempt_v4.clear();
+  spec->exempt_v6.clear();
+  spec->tunnel_v4.clear();
+  spec->tunnel_v6.clear();
+  auto eps = net::run_process({"wg", "show", interface_, "endpoints"});
+  std::istringstream lines(eps.output);
+  for (std::string line; std::getline(lines, line);) {
+    // "<peer key>\t<addr>:<port>" or "[v6]:port" or "(none)"
+    auto tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    std::string ep = line.substr(tab + 1);
+    if (!ep.empty() && ep[0] == '[') {
+      spec->exempt_v6.push_back(ep.substr(1, ep.find(']') - 1));
+    } else if (auto colon = ep.rfind(':'); colon != std::string::npos) {
+      spec->exempt_v4.push_back(ep.substr(0, colon));
+    }
+  }
+  // The tunnel addresses (stateless addressing writes them itself): the first global one
+  // of each family. `ip -o address show`: "5: qs-wg0    inet 10.0.0.2/32 scope global ...".
+  auto addrs = net::run_process({"ip", "-o", "address", "show", "dev", interface_});
+  std::istringstream addr_lines(addrs.output);
+  for (std::string line; std::getline(addr_lines, line);) {
+    std::istringstream words(line);
+    std::string family, addr;
+    for (std::string w; words >> w;) {
+      if (w == "inet" || w == "inet6") {
+        family = w;
+        words >> addr;
+        break;
+      }
+    }
+    if (addr.empty() || line.find(" scope global") == std::string::npos) continue;
+    addr = addr.substr(0, addr.find('/'));
+    std::string& slot = family == "inet" ? spec->tunnel_v4 : spec->tunnel_v6;
+    if (slot.empty()) slot = addr;
+  }
+  if (spec->nat && spec->stateless && spec->tunnel_v4.empty() && spec->tunnel_v6.empty()) {
+    return common::Failure("stateless addressing: the channel interface " + interface_ +
+                           " has no global address");
+  }
+  return {};
+}
+
+common::Outcome Channel::reattach(RulesetSpec* spec) {
+  if (auto why = read_facts(spec); !why) return why;
+  // A new device starts with the default rp_filter: loosen it again (the saved value of the
+  // first device is what detach() restores; this one goes away with its device).
+  if (trim(read_file(rp_filter_path(interface_))) == "1") {
+    std::ofstream(rp_filter_path(interface_)) << "2\n";
+  }
+  return {};
+}
+
+common::Outcome Channel::bring_up(const DaemonSettings& s) {
+  const std::string text = read_file(s.wg_config);
+  if (text.empty()) return common::Failure("cannot read " + s.wg_config);
+  // wg-quick keys that `wg setconf` refuses: Address goes to `ip addr`, the rest is unused.
+  std::string wg_text;
+  std::vector<std::string> addresses;
+  std::string mtu;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const std::string t = trim(line);
+    const auto eq = t.find('=');
+    const std::string key = eq == std::string::npos ? "" : trim(t.substr(0, eq));
+    if (key == "Address") {
+      std::istringstream list(t.substr(eq + 1));
+      for (std::string a; std::getline(list, a, ',');) addresses.push_back(trim(a));
+      continue;
+    }
+    if (key == "MTU") {
+      mtu = trim(t.substr(eq + 1));
+      continue;
+    }
+    if (key == "DNS" || key == "Table" || key == "PreUp" || key == "PostUp" ||
+        key == "PreDown" || key == "PostDown" || key == "SaveConfig") {
+      continue;
+    }
+    wg_text += line + "\n";
+  }
+  ::mkdir("/run/quicstep", 0755);
+  std::vector<std::string> argv = {"wireguard-go", "-f", s.channel_interface};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  if (posix_spawnp(&wg_pid_, "wireguard-go", nullptr, nullptr, args.data(), environ) != 0) {
+    return common::Failure("cannot start wireguard-go");
+  }
+  std::ofstream(pid_file(s.channel_interface)) << wg_pid_ << "\n";
+  created_ = true;
+  interface_ = s.channel_interface;
+  const std::string sock = "/var/run/wireguard/" + s.channel_interface + ".sock";
+  for (int i = 0; i < 100 && ::access(sock.c_str(), F_OK) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string tmp = "/run/quicstep/" + s.channel_interface + ".wg.conf";
+  {
+    std::ofstream f(tmp);
+    f << wg_text;
+  }
+  ::chmod(tmp.c_str(), 0600);
+  auto r = net::run_process({"wg", "setconf", s.channel_interface, tmp});
+  ::unlink(tmp.c_str());
+  if (!r.ok()) return common::Failure(net::describe({"wg", "setconf", s.channel_interface}, r));
+  for (const auto& a : addresses) {
+    if (auto r2 = net::run_process({"ip", "address", "add", a, "dev", s.channel_interface}); !r2.ok()) {
+      return common::Failure(net::describe({"ip", "address", "add", a}, r2));
+    }
+  }
+  if (!mtu.empty() && !net::run_process({"ip", "link", "set", s.channel_interface, "mtu", mtu}).ok()) {
+    return common::Failure("bad MTU `" + mtu + "' in " + s.wg_config);
+  }
+  net::run_process({"ip", "link", "set", s.channel_interface, "up"});
+  for (const char* fam : {"-4", "-6"}) {
+    net::run_process({"ip", fam, "route", "replace", "default", "dev", s.channel_interface, "table",
+                 std::to_string(s.routing_table)});
+  }
+  return {};
+}
+
+void Channel::detach() {
+  if (!rp_filter_saved_.empty() && !interface_.empty()) {
+    std::ofstream(rp_filter_path(interface_)) << rp_filter_saved_ << "\n";
+    rp_filter_saved_.clear();
+  }
+  if (!created_) return;
+  created_ = false;
+  net::run_process({"ip", "link", "del", interface_});
+  if (wg_pid_ > 0) {
+    ::kill(wg_pid_, SIGTERM);
+    ::waitpid(wg_pid_, nullptr, 0);
+    wg_pid_ = -1;
+  }
+  ::unlink(pid_file(interface_).c_str());
+}
+
+void Channel::cleanup(const DaemonSettings& s) {
+  if (s.wg_config.empty()) return;  // not ours
+  net::run_process({"ip", "link", "del", s.channel_interface});
+  const std::string pf = pid_file(s.channel_interface);
+  const std::string pid_text = trim(read_file(pf));
+  pid_t pid = 0;
+  auto [end, err] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+  if (err == std::errc() && end == pid_text.data() + pid_text.size() && pid > 1) {
+    // Only if it still runs wireguard-go (the pid may have been reused).
+    if (read_file("/proc/" + pid_text + "/comm").rfind("wireguard-go", 0) == 0) ::kill(pid, SIGTERM);
+  }
+  ::unlink(pf.c_str());
+}
+
+}  // namespace quicstep::client::daemon

@@ -1,0 +1,50 @@
+// Channel: the handshake channel's WireGuard interface. Either an existing interface (the
+// lab's qsw-client; wg_config empty) or one brought up from a wg-quick style config with
+// wireguard-go + `wg setconf` (the kernel here has no WireGuard), with its addresses and a
+// default route in the channel's routing table. RAII: what attach() created, the
+// destructor removes; cleanup() removes it after a crash (by the pid file in /run/quicstep).
+// Also: loosens the IPv4 reverse-path filter of the interface (strict rp_filter would drop
+// de-NATed replies, whose source routes natively) and restores it.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+
+#include "client/core/policy_config.hpp"
+#include "client/kernel/nft_rules.hpp"
+#include "common/error.hpp"
+
+namespace quicstep::client::daemon {
+
+class Channel {
+ public:
+  Channel() = default;
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+  ~Channel() { detach(); }
+
+  // Brings up or checks the interface; adds its peers' endpoint addresses to spec's exempt
+  // lists (WireGuard's own packets must never be marked into the tunnel). Errors: the
+  // interface is missing, the config cannot be read or is refused by `wg`, wireguard-go
+  // does not start.
+  common::Outcome attach(const core::DaemonSettings& settings, kernel::RulesetSpec* spec);
+  // The interface was re-created under the daemon (another tool brought it down and up):
+  // reads its endpoints and tunnel addresses into spec again (replacing the old ones) and
+  // loosens its rp_filter. Errors as attach's.
+  common::Outcome reattach(kernel::RulesetSpec* spec);
+  void detach();
+
+  static void cleanup(const core::DaemonSettings& settings);
+
+ private:
+  common::Outcome bring_up(const core::DaemonSettings& settings);
+  // The peers' endpoints (exempt lists) and the tunnel addresses of the interface.
+  common::Outcome read_facts(kernel::RulesetSpec* spec) const;
+
+  std::string interface_;
+  bool created_ = false;
+  pid_t wg_pid_ = -1;
+  std::string rp_filter_saved_;
+};
+
+}  // namespace quicstep::client::daemon

@@ -1,0 +1,457 @@
+#include "client/daemon/daemon.hpp"
+
+#include <net/if.h>
+#include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <utility>  // boost 1.74 asio/awaitable.hpp needs std::exchange
+
+#include <boost/asio.hpp>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "client/core/classifier.hpp"
+#include "client/daemon/channel.hpp"
+#include "client/daemon/control_server.hpp"
+#include "client/daemon/native_path.hpp"
+#include "client/daemon/queue_path.hpp"
+#include "client/daemon/routed_path.hpp"
+#include "client/daemon/specs.hpp"
+#include "client/daemon/status.hpp"
+#include "client/kernel/kernel_rules.hpp"
+#include "client/kernel/link_watch.hpp"
+#include "client/kernel/nft_rules.hpp"
+#include "client/kernel/routing.hpp"
+#include "net/clock.hpp"
+
+namespace quicstep::client::daemon {
+
+using core::Classifier;
+using core::Config;
+using core::ConfigLoad;
+using core::DestinationList;
+using core::FlowEvent;
+using core::NativePathChoice;
+using core::NonMigratingReason;
+using core::load_config;
+using core::read_destination_file;
+using kernel::InstalledRouting;
+using kernel::InstalledRules;
+using kernel::KernelCounter;
+using kernel::LinkWatch;
+using kernel::RoutingSpec;
+using kernel::RulesetSpec;
+using kernel::read_kernel_counters;
+using kernel::remove_kernel_rules;
+using kernel::remove_routing;
+using kernel::ruleset_text;
+namespace asio = boost::asio;
+
+ConfigLoad load_daemon_config(const DaemonOptions& options) {
+  const bool absent = ::access(options.config_path.c_str(), F_OK) != 0 && errno == ENOENT;
+  ConfigLoad load = options.config_optional && absent ? core::parse_config("", options.config_path)
+                                                      : load_config(options.config_path);
+  core::DaemonSettings& d = load.config.daemon;
+  if (!options.channel_interface.empty()) d.channel_interface = options.channel_interface;
+  if (!options.wg_config.empty()) d.wg_config = options.wg_config;
+  return load;
+}
+
+struct Daemon::Impl {
+  Config config;
+  DaemonOptions options;
+  RulesetSpec spec;
+  RoutingSpec routing_spec;
+  asio::io_context io;
+  asio::signal_set stop_signals{io, SIGTERM, SIGINT};
+  asio::signal_set hup{io, SIGHUP};
+  asio::steady_timer expiry{io};
+  asio::steady_timer channel_watch{io};
+  std::unique_ptr<Classifier> classifier;
+  // Destroyed in reverse order: the native path's listeners (a queue without a listener
+  // leaves its packets on the channel), then the nft table, then routing, then the channel.
+  Channel channel;
+  InstalledRouting routing;
+  InstalledRules rules;
+  // The channel device's index: inbound packets from it are the server's handshake
+  // (observe_handshakes), the others answers on the native path.
+  unsigned channel_ifindex = 0;
+  std::unique_ptr<NativePath> path;  // chosen once, by start_native_path()
+  // What the loop waits on for the native path: its sources and their descriptors.
+  struct Watched {
+    EventSource source;
+    std::unique_ptr<asio::posix::stream_descriptor> fd;
+  };
+  std::vector<Watched> watched;
+  std::unique_ptr<ControlServer> control;
+  std::uint64_t reloads = 0;
+  std::uint64_t channel_recreated = 0;  // the channel device came back with a new index
+  // Kernel counters of tables replaced by reloads (a new table starts at zero).
+  std::map<std::string, KernelCounter> kernel_base;
+  common::Timestamp started = net::monotonic_now();
+  // Devices appearing or changing (LinkWatch): the channel re-created, a device to guard.
+  LinkWatch links;
+  std::unique_ptr<asio::posix::stream_descriptor> links_fd;
+  // Why native_path = "auto" took the queue path although the config allowed the routed
+  // one (it could not start); empty otherwise.
+  std::string routed_unavailable;
+
+  Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
+
+  NativePathContext context() {
+    return {config, spec, routing_spec, routing, rules, classifier, channel_ifindex};
+  }
+  common::Outcome start();
+  common::Outcome start_native_path();
+  bool reload_changes_native_path(Config& reloaded) const;
+  void remove_installed();
+  void watch_source(std::size_t index);
+  void drain_events();
+  void preload_destinations();
+  void arm_expiry();
+  void watch_channel();
+  void arm_link_watch();
+  void check_devices();
+  void channel_changed(unsigned index);
+  void keep_kernel_counters();
+  void reload();
+  nlohmann::json status();
+  std::string control_request(const std::string& request);
+};
+
+common::Outcome Daemon::Impl::start() {
+  if (auto why = derive_specs(config, &spec, &routing_spec); !why) return why;
+  std::random_device rd;
+  classifier = std::make_unique<Classifier>(config.policy,
+                                            (std::uint64_t(rd()) << 32) | rd());
+  preload_destinations();
+  if (auto why = channel.attach(config.daemon, &spec); !why) return why;
+  channel_ifindex = if_nametoindex(config.daemon.channel_interface.c_str());
+  if (auto why = start_native_path(); !why) return why;
+  control = std::make_unique<ControlServer>(
+      io, options.control_path, config.daemon.metrics_listen,
+      [this](const std::string& req) { return control_request(req); });
+  if (auto why = control->start(); !why) return why;
+  for (auto& source : path->sources()) {
+    auto fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(source.fd));
+    watched.push_back({std::move(source), std::move(fd)});
+  }
+  for (std::size_t i = 0; i < watched.size(); ++i) watch_source(i);
+  arm_expiry();
+  watch_channel();
+  stop_signals.async_wait([this](const boost::system::error_code&, int sig) {
+    spdlog::info("signal {}: stopping", sig);
+    sd_notify(0, "STOPPING=1");
+    io.stop();
+  });
+  hup.async_wait([this](const boost::system::error_code& ec, int) {
+    if (!ec) reload();
+  });
+  return {};
+}
+
+// The one place that chooses the native path (as wireguard-tools' ipc.c chooses its
+// backend): the routed path where the config asks for it (native_path = "routed", or "auto"
+// where the config allows it, derive_specs), else the queue path. "auto" falls back to the
+// queue path where routed cannot start: what it installed is removed first, and the reason is
+// logged and reported (status routed_unavailable). The queue path carries the same policy:
+// invariant 1 holds on both.
+common::Outcome Daemon::Impl::start_native_path() {
+  if (config.daemon.native_path_routed) {
+    path = std::make_unique<RoutedPath>(context());
+    common::Outcome started = path->start();
+    if (started) return started;
+    if (config.daemon.native_path != NativePathChoice::automatic) return started;
+    remove_installed();
+    const std::string& why = started.error().message;
+    spdlog::warn("routed native path unavailable ({}); taking the queue path", why);
+    routed_unavailable = why;
+    config.daemon.native_path_routed = false;
+    spec.routed = routing_spec.routed = false;
+  }
+  path = std::make_unique<QueuePath>(context());
+  return path->start();
+}
+
+// The choice again, for a reloaded config: "auto" that fell back at start stays on the queue
+// path (a restart tries routed again). Returns whether `reloaded` asks for the other native
+// path, which needs a restart.
+bool Daemon::Impl::reload_changes_native_path(Config& reloaded) const {
+  if (!routed_unavailable.empty() &&
+      reloaded.daemon.native_path == NativePathChoice::automatic) {
+    reloaded.daemon.native_path_routed = false;
+  }
+  return reloaded.daemon.native_path_routed != config.daemon.native_path_routed;
+}
+
+// The nft table, the routing rules and what the native path added (the guard's pins).
+void Daemon::Impl::remove_installed() {
+  rules.remove();
+  routing.remove();
+  if (path) path->stop();
+}
+
+void Daemon::Impl::watch_source(std::size_t index) {
+  watched[index].fd->async_wait(asio::posix::stream_descriptor::wait_read,
+                                [this, index](const boost::system::error_code& ec) {
+                                  if (ec) return;
+                                  watched[index].source.on_readable();
+                                  drain_events();
+                                  watch_source(index);
+                                });
+}
+
+// The classifier's events after a burst or a timer: logged, then handed to the native path,
+// which keeps the kernel in step; then the next expiry.
+void Daemon::Impl::drain_events() {
+  std::array<FlowEvent, 64> events;
+  const common::Timestamp now = net::monotonic_now();
+  while (std::size_t n = classifier->drain_events(events)) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const FlowEvent& e = events[i];
+      spdlog::debug("flow {}:{} -> {}:{} {}", e.flow.client.to_string(), e.flow.client_port,
+                    e.flow.server.to_string(), e.flow.server_port, to_string(e.kind));
+      if (e.kind == FlowEvent::Kind::failed_back) {
+        spdlog::warn("migration failed: {}:{} back on the channel", e.flow.server.to_string(),
+                     e.flow.server_port);
+      }
+      path->on_event(e, now);
+    }
+  }
+  path->after_events();
+  arm_expiry();
+}
+
+// The prober's non-migrating destinations: bad lines are reported and skipped (invariant 5).
+void Daemon::Impl::preload_destinations() {
+  const std::string& path = config.daemon.destinations_file;
+  if (path.empty()) return;
+  DestinationList list = read_destination_file(path);
+  for (const auto& e : list.errors) spdlog::warn("{}:{}: {} (skipped)", path, e.line, e.message);
+  if (list.more_errors != 0) spdlog::warn("{}: {} more bad lines", path, list.more_errors);
+  const common::Timestamp now = net::monotonic_now();
+  for (const auto& d : list.destinations) {
+    classifier->destinations().add(d, NonMigratingReason::preloaded, now);
+  }
+  spdlog::info("preloaded {} non-migrating destinations from {}", list.destinations.size(), path);
+}
+
+void Daemon::Impl::arm_expiry() {
+  const common::Timestamp next = std::min(classifier->next_expiry(), path->next_timer());
+  if (next == common::Timestamp::never()) {
+    expiry.expires_after(std::chrono::seconds(60));
+  } else {
+    expiry.expires_after(std::max(next - net::monotonic_now(), common::Duration::zero()));
+  }
+  expiry.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;  // re-armed or stopped
+    const common::Timestamp now = net::monotonic_now();
+    path->on_timer(now);  // before the watchdog judges flows at their deadlines
+    classifier->on_expiry(now);
+    drain_events();
+  });
+}
+
+// The counters of the table about to be replaced (a new table starts at zero).
+void Daemon::Impl::keep_kernel_counters() {
+  for (const auto& [name, k] : read_kernel_counters(spec.table)) {
+    kernel_base[name].packets += k.packets;
+    kernel_base[name].bytes += k.bytes;
+  }
+}
+
+// The netdev chains (stateless addressing) are bound to the channel device and vanish with
+// it. If another tool re-creates the device under the daemon, channel packets would leave
+// with the native source address and the provider would drop them (traffic stops; nothing
+// leaks: the ip rules still send them only to the channel). Checked every 2 s: a new
+// device gets the ruleset again, with its endpoints and tunnel addresses read anew.
+// The devices: when the kernel announces a change (LinkWatch), and every 2 s in case an
+// announcement was missed.
+void Daemon::Impl::watch_channel() {
+  if (!links_fd && links.open()) {
+    links_fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(links.fd()));
+    arm_link_watch();
+  }
+  channel_watch.expires_after(std::chrono::seconds(2));
+  channel_watch.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    check_devices();
+    watch_channel();
+  });
+}
+
+void Daemon::Impl::arm_link_watch() {
+  links_fd->async_wait(asio::posix::stream_descriptor::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (ec) return;
+                         if (links.drain()) check_devices();
+                         arm_link_watch();
+                       });
+}
+
+void Daemon::Impl::check_devices() {
+  const unsigned index = if_nametoindex(config.daemon.channel_interface.c_str());
+  if (index != channel_ifindex) channel_changed(index);
+  path->on_devices_checked();
+}
+
+void Daemon::Impl::channel_changed(unsigned index) {
+  if (index == 0) {
+    if (channel_ifindex != 0) {
+      spdlog::warn("channel interface {} is gone: channel packets have no route (fail "
+                   "closed) until it returns", config.daemon.channel_interface);
+    }
+    channel_ifindex = 0;
+    return;
+  }
+  RulesetSpec new_spec = spec;
+  if (auto attached = channel.reattach(&new_spec); !attached) {
+    spdlog::error("channel interface {} re-created, but: {}; retrying",
+                  config.daemon.channel_interface, attached.error().message);
+    return;  // channel_ifindex unchanged: the next check tries again
+  }
+  keep_kernel_counters();
+  if (auto installed = rules.install(new_spec); !installed) {
+    spdlog::error("channel interface {} re-created, but the rules failed: {}; retrying",
+                  config.daemon.channel_interface, installed.error().message);
+    return;
+  }
+  path->on_channel_recreated();
+  path->on_table_replaced();
+  spec = new_spec;
+  channel_ifindex = index;
+  ++channel_recreated;
+  spdlog::warn("channel interface {} re-created (index {}): rules installed again",
+               config.daemon.channel_interface, index);
+}
+
+void Daemon::Impl::reload() {
+  ++reloads;
+  hup.async_wait([this](const boost::system::error_code& ec, int) {
+    if (!ec) reload();
+  });
+  ConfigLoad load = load_daemon_config(options);
+  if (!load.ok()) {
+    for (const auto& e : load.errors) spdlog::error("reload refused: {}", e.to_string());
+    return;
+  }
+  const bool other_path = reload_changes_native_path(load.config);
+  RulesetSpec new_spec;
+  RoutingSpec new_routing;
+  if (auto derived = derive_specs(load.config, &new_spec, &new_routing); !derived) {
+    spdlog::error("reload refused: {}", derived.error().message);
+    return;
+  }
+  if (load.config.daemon.queue_outbound != config.daemon.queue_outbound ||
+      load.config.daemon.queue_inbound != config.daemon.queue_inbound ||
+      load.config.daemon.channel_interface != config.daemon.channel_interface ||
+      load.config.daemon.routing_table != config.daemon.routing_table ||
+      other_path || path->reload_needs_restart(routing_spec, new_routing)) {
+    spdlog::error("reload refused: queues, channel, routing tables, the native path and (routed) "
+                  "its ports, DNS/TCP policy and native prefixes need a restart");
+    return;
+  }
+  new_spec.exempt_v4 = spec.exempt_v4;
+  new_spec.exempt_v6 = spec.exempt_v6;
+  new_spec.tunnel_v4 = spec.tunnel_v4;
+  new_spec.tunnel_v6 = spec.tunnel_v6;
+  if (new_spec.stateless && new_spec.tunnel_v4.empty() && new_spec.tunnel_v6.empty()) {
+    spdlog::error("reload refused: stateless addressing needs an address on {}",
+                  new_spec.channel_interface);
+    return;
+  }
+  // The same ruleset: the table stays, with its flow sets and counters. A different one
+  // replaces it atomically; its sets start empty, so native flows pass the queue once more
+  // (the daemon re-adds them) and pinned or watched flows are queued until they end.
+  const bool new_rules = ruleset_text(new_spec) != ruleset_text(spec);
+  if (new_rules) {
+    keep_kernel_counters();
+    path->on_table_replaced();  // either table below starts with empty sets
+    if (auto installed = rules.install(new_spec); !installed) {
+      spdlog::error("reload: {}; keeping the old rules", installed.error().message);
+      (void)rules.install(spec);  // best effort: on failure nothing of it stays
+      return;
+    }
+  }
+  config = std::move(load.config);
+  spec = new_spec;
+  // Keep every flow, its timers and the non-migrating cache unless a table's shape changed.
+  if (!classifier->update_policy(config.policy)) {
+    spdlog::warn("reload: flow table or cache sizes/timeouts changed; flow state reset");
+    std::random_device rd;
+    classifier = std::make_unique<Classifier>(config.policy, (std::uint64_t(rd()) << 32) | rd());
+    path->on_classifier_reset();
+  }
+  preload_destinations();
+  spdlog::info("reloaded {} ({})", options.config_path,
+               new_rules ? "kernel rules replaced" : "kernel rules unchanged");
+  sd_notify(0, "STATUS=reloaded");
+}
+
+nlohmann::json Daemon::Impl::status() {
+  StatusSnapshot s;
+  s.classifier = classifier.get();
+  s.kernel = read_kernel_counters(spec.table);
+  for (const auto& [name, k] : kernel_base) {
+    s.kernel[name].packets += k.packets;
+    s.kernel[name].bytes += k.bytes;
+  }
+  path->add_status(s);
+  s.channel_interface = spec.channel_interface;
+  s.addressing = std::string(to_string(config.daemon.addressing));
+  s.uptime_s = std::chrono::duration<double>(net::monotonic_now() - started).count();
+  s.reloads = reloads;
+  s.channel_recreated = channel_recreated;
+  nlohmann::json j = status_json(s);
+  j["native_path"] = path->name();
+  if (!routed_unavailable.empty()) j["routed_unavailable"] = routed_unavailable;
+  path->add_status_json(j);
+  return j;
+}
+
+std::string Daemon::Impl::control_request(const std::string& request) {
+  if (request == "status") return status().dump() + "\n";
+  if (request == "flows") return flows_json(*classifier, 1000).dump() + "\n";
+  if (request == "metrics") return metrics_text(status());
+  return R"({"error":"unknown request; try status, flows"})" "\n";
+}
+
+Daemon::Daemon(Config config, DaemonOptions options)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(options))) {}
+Daemon::~Daemon() = default;
+
+common::Outcome Daemon::start() {
+  common::Outcome started = impl_->start();
+  if (!started) impl_->remove_installed();  // now, before the caller reports the error
+  return started;
+}
+
+int Daemon::run() {
+  sd_notify(0, "READY=1\nSTATUS=deciding");
+  spdlog::info("quicstepd running: channel {} ({}), queues {}/{}", impl_->spec.channel_interface,
+               to_string(impl_->config.daemon.addressing), impl_->spec.queue_outbound,
+               impl_->spec.queue_inbound);
+  impl_->io.run();
+  impl_->remove_installed();
+  spdlog::info("rules and routes removed");
+  return 0;
+}
+
+common::Outcome cleanup_everything(const Config& config) {
+  RulesetSpec spec;
+  RoutingSpec routing;
+  // The names and priorities to remove; a config the checks refuse still names them.
+  (void)derive_specs(config, &spec, &routing);
+  common::Outcome removed = remove_kernel_rules(spec.table);
+  remove_routing(routing);
+  RoutedPath::remove_guard(config.daemon.guard_pin_dir);  // whichever path ran
+  Channel::cleanup(config.daemon);
+  return removed;
+}
+
+}  // namespace quicstep::client::daemon

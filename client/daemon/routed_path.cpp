@@ -1,0 +1,382 @@
+#include "client/daemon/routed_path.hpp"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+
+#include "common/ip_packet.hpp"
+#include "net/clock.hpp"
+#include "net/process.hpp"
+
+namespace quicstep::client::daemon {
+
+using core::Classifier;
+using core::FlowEvent;
+using kernel::GuardCounters;
+using kernel::NativeGuard;
+using kernel::UdpSocketId;
+using kernel::flow_rule;
+using kernel::socket_may_carry;
+namespace {
+
+constexpr std::uint32_t kMainTable = 254;
+
+// The devices of this namespace that native packets may leave by: all but loopback and the
+// channel.
+std::vector<std::string> native_devices(const std::string& channel) {
+  std::vector<std::string> out;
+  struct if_nameindex* list = ::if_nameindex();
+  if (list == nullptr) return out;
+  for (const struct if_nameindex* i = list; i->if_index != 0; ++i) {
+    const std::string name = i->if_name;
+    if (name != "lo" && name != channel) out.push_back(name);
+  }
+  if_freenameindex(list);
+  return out;
+}
+
+}  // namespace
+
+ng_flow_key guard_key(const common::FlowKey& flow) {
+  ng_flow_key k{};
+  auto put = [](std::uint8_t* to, const common::IpAddress& a) {
+    if (a.family == common::IpFamily::v4) {
+      to[10] = 0xff;
+      to[11] = 0xff;
+      std::memcpy(to + 12, a.bytes.data(), 4);
+    } else {
+      std::memcpy(to, a.bytes.data(), 16);
+    }
+  };
+  put(k.local, flow.client);
+  put(k.remote, flow.server);
+  k.local_port = htons(flow.client_port);
+  k.remote_port = htons(flow.server_port);
+  return k;
+}
+
+bool RoutedPath::has_socket(const common::FlowKey& flow) {
+  const auto sockets = sockets_.sockets_on_port(flow.client_port);
+  // Not known: assume it has. A stale rule costs a lookup; a deleted live one sends the
+  // flow back through the channel, where the classifier moves it again.
+  if (!sockets) return true;
+  return std::any_of(sockets->begin(), sockets->end(),
+                     [&](const UdpSocketId& s) { return socket_may_carry(s, flow); });
+}
+
+std::vector<common::FlowKey> RoutedPath::drain_closed_sockets() {
+  std::unordered_set<common::FlowKey, common::FlowKeyHash> suspects;
+  const bool complete = sockets_.drain([&](const UdpSocketId& s) {
+    const auto [first, last] = flows_by_port_.equal_range(s.local_port);
+    for (auto it = first; it != last; ++it) {
+      if (socket_may_carry(s, it->second)) suspects.insert(it->second);
+    }
+  });
+  if (!complete) {  // announcements lost: every flow is a suspect
+    for (const auto& [key, f] : flows_) suspects.insert(key);
+  }
+  std::vector<common::FlowKey> closed;
+  for (const auto& key : suspects) {
+    auto it = flows_.find(key);
+    if (it == flows_.end() || has_socket(key)) continue;  // gone already, or another socket
+    ++stats_.sockets_closed;
+    if (it->second.orphan) {
+      drop(key, it->second);  // the classifier forgot it already
+    } else {
+      closed.push_back(key);
+    }
+  }
+  return closed;
+}
+
+common::Outcome RoutedPath::open_guard(const RoutedPathOptions& options) {
+  options_ = options;
+  auto loaded = NativeGuard::load(options_.guard);
+  if (!loaded) return common::Failure("native guard: " + loaded.error().message);
+  guard_ = std::move(*loaded);
+  if (auto w = writer_.open(); !w) return w;
+  if (auto w = sockets_.open(); !w) return w;
+  for (const auto& dev : native_devices(options_.channel_interface)) {
+    if (auto w = guard_->attach(dev); !w) {
+      return common::Failure("native guard on " + dev + ": " + w.error().message);
+    }
+    guarded_.insert(dev);
+    ++stats_.devices_guarded;
+  }
+  return {};
+}
+
+void RoutedPath::on_devices_checked() {
+  if (!guard_) return;
+  for (const auto& dev : native_devices(options_.channel_interface)) {
+    if (guarded_.count(dev) != 0) continue;
+    if (auto w = guard_->attach(dev); !w) {
+      ++stats_.guard_failures;
+      spdlog::error("native guard on new device {}: {}", dev, w.error().message);
+      continue;
+    }
+    guarded_.insert(dev);
+    ++stats_.devices_guarded;
+    spdlog::info("native guard attached to new device {}", dev);
+  }
+}
+
+void RoutedPath::schedule(const common::FlowKey& flow, common::Timestamp due, bool watch,
+                          common::Timestamp now) {
+  auto [it, fresh] = flows_.try_emplace(flow);
+  Flow& f = it->second;
+  if (!fresh) return;  // rule added or due already
+  flows_by_port_.emplace(flow.client_port, flow);
+  f.watch = watch;
+  f.due = due < now ? now : due;
+  if (f.due <= now) add_rule(flow, f);
+}
+
+void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
+  // The watch entry first: the guard counts from the first native packet.
+  if (f.watch && guard_) {
+    if (auto watched = guard_->watch(guard_key(key)); watched) {
+      f.watching = true;
+    } else {
+      ++stats_.watch_failures;
+      spdlog::debug("watch {}:{}: {}", key.server.to_string(), key.client_port,
+                    watched.error().message);
+    }
+  }
+  const int err = writer_.add(flow_rule(key, options_.flow_priority, kMainTable));
+  if (err != 0 && err != EEXIST) {
+    ++stats_.rule_failures;
+    spdlog::warn("rule for {}:{} -> {}:{}: {} (the flow stays on the channel)",
+                 key.client.to_string(), key.client_port, key.server.to_string(),
+                 key.server_port, std::strerror(err));
+    unwatch(key, f);
+    f.due = common::Timestamp{std::numeric_limits<std::int64_t>::max()};  // not retried
+    return;
+  }
+  f.rule = true;
+  ++stats_.rules_added;
+}
+
+void RoutedPath::unwatch(const common::FlowKey& key, Flow& f) {
+  if (f.watching && guard_) guard_->unwatch(guard_key(key));
+  f.watching = false;
+  f.watch = false;
+}
+
+void RoutedPath::drop(const common::FlowKey& key, Flow& f) {
+  unwatch(key, f);
+  if (f.rule) {
+    const int err = writer_.remove(flow_rule(key, options_.flow_priority, kMainTable));
+    if (err == 0 || err == ENOENT) {
+      ++stats_.rules_deleted;
+    } else {
+      ++stats_.rule_failures;
+    }
+  }
+  const auto [first, last] = flows_by_port_.equal_range(key.client_port);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == key) {
+      flows_by_port_.erase(it);
+      break;
+    }
+  }
+  flows_.erase(key);  // f dangles from here
+}
+
+void RoutedPath::on_event(const FlowEvent& e, common::Timestamp now) {
+  auto it = flows_.find(e.flow);
+  if (it == flows_.end()) return;
+  Flow& f = it->second;
+  switch (e.kind) {
+    case FlowEvent::Kind::moved_native:
+      break;
+    case FlowEvent::Kind::confirmed:
+      unwatch(e.flow, f);
+      break;
+    case FlowEvent::Kind::failed_back:
+      drop(e.flow, f);
+      break;
+    case FlowEvent::Kind::forgotten:
+      if (f.rule && has_socket(e.flow)) {
+        unwatch(e.flow, f);
+        f.orphan = true;
+        f.due = now + options_.orphan_check;
+        ++stats_.orphans_kept;
+      } else {
+        drop(e.flow, f);
+      }
+      break;
+  }
+}
+
+void RoutedPath::on_timer(common::Timestamp now) {
+  core::Classifier& classifier = *ctx_.classifier;
+  last_tick_ = now;
+  std::vector<common::FlowKey> gone;
+  for (auto& [key, f] : flows_) {
+    if (!f.rule && f.due <= now) add_rule(key, f);
+    if (f.orphan && f.due <= now) {
+      if (has_socket(key)) {
+        f.due = now + options_.orphan_check;
+      } else {
+        gone.push_back(key);
+      }
+      continue;
+    }
+    if (!f.watching || !guard_) continue;
+    ng_flow_state st{};
+    if (!guard_->watched(guard_key(key), &st)) continue;
+    const std::uint64_t total = st.sent;
+    const std::uint64_t sent = total - std::min(total, f.sent_seen);
+    f.sent_seen = total;
+    const common::Timestamp answered{static_cast<std::int64_t>(st.first_answer_ns)};
+    classifier.native_report(key, sent, answered, now);
+  }
+  for (const auto& key : gone) drop(key, flows_.at(key));
+}
+
+common::Timestamp RoutedPath::next_timer() const {
+  common::Timestamp next{std::numeric_limits<std::int64_t>::max()};
+  bool watching = false;
+  for (const auto& [key, f] : flows_) {
+    if (!f.rule || f.orphan) next = std::min(next, f.due);
+    if (f.watching) watching = true;
+  }
+  // While any flow is watched: every watch_poll.
+  if (watching) next = std::min(next, last_tick_ + options_.watch_poll);
+  return next;
+}
+
+std::size_t RoutedPath::flows_with_rule() const {
+  std::size_t n = 0;
+  for (const auto& [key, f] : flows_) n += f.rule ? 1 : 0;
+  return n;
+}
+
+std::size_t RoutedPath::flows_watched() const {
+  std::size_t n = 0;
+  for (const auto& [key, f] : flows_) n += f.watching ? 1 : 0;
+  return n;
+}
+
+common::Outcome RoutedPath::start() {
+  kernel::RoutingSpec& routing = ctx_.routing_spec;
+  const core::DaemonSettings& d = ctx_.config.daemon;
+  routing.exempt_v4 = ctx_.spec.exempt_v4;
+  routing.exempt_v6 = ctx_.spec.exempt_v6;
+  routing.source_v4 = kernel::native_source_address("-4");
+  routing.source_v6 = kernel::native_source_address("-6");
+  if (routing.source_v4.empty() && routing.source_v6.empty()) {
+    return common::Failure(
+        "native_path = \"routed\": no default route in the main table to take the native "
+        "source address from");
+  }
+  RoutedPathOptions o;
+  o.flow_priority = routing.flow_priority();
+  o.channel_interface = d.channel_interface;
+  o.guard.pin_dir = d.guard_pin_dir;
+  o.guard.quic_ports = ctx_.config.policy.quic_ports;
+  o.guard.native_prefixes = d.native_prefixes_v4;
+  o.guard.native_prefixes.insert(o.guard.native_prefixes.end(), d.native_prefixes_v6.begin(),
+                                 d.native_prefixes_v6.end());
+  o.orphan_check = ctx_.config.policy.flows.idle_timeout;
+  if (auto why = open_guard(o); !why) return why;
+  if (auto why = ctx_.routing.install(routing); !why) {
+    return common::Failure("ip rule: " + why.error().message);
+  }
+  if (auto why = observer_.open(ctx_.spec.log_group); !why) return why;
+  if (auto why = ctx_.rules.install(ctx_.spec); !why) {
+    return common::Failure("rules: " + why.error().message);
+  }
+  spdlog::info("routed native path: native source {} / {}, flow rules at priority {}",
+               routing.source_v4.empty() ? "-" : routing.source_v4,
+               routing.source_v6.empty() ? "-" : routing.source_v6, routing.flow_priority());
+  return {};
+}
+
+void RoutedPath::stop() { remove_guard(ctx_.config.daemon.guard_pin_dir); }
+
+std::vector<EventSource> RoutedPath::sources() {
+  return {
+      {observer_.fd(),
+       [this] { observer_.drain([this](const kernel::ObservedPacket& p) { observe(p); }); }},
+      {sockets_.fd(),
+       [this] {
+         const common::Timestamp now = net::monotonic_now();
+         for (const auto& flow : drain_closed_sockets()) ctx_.classifier->forget(flow, now);
+       }},
+  };
+}
+
+void RoutedPath::observe(const kernel::ObservedPacket& p) {
+  core::Classifier& classifier = *ctx_.classifier;
+  const common::Timestamp now = net::monotonic_now();
+  if (p.outdev == 0) {  // logged on ingress: the server's handshake (the RTT)
+    classifier.classify(p.payload, core::Direction::inbound_channel, now);
+    return;
+  }
+  const core::Decision d = classifier.classify(p.payload, core::Direction::outbound, now);
+  if (d.path != core::Path::native) return;
+  auto ip = common::parse_ip_packet(p.payload);
+  if (!ip.ok()) return;
+  const auto key = common::FlowKey::from_client(*ip);
+  const core::FlowEntry* f = classifier.find_flow(key);
+  schedule(key, d.not_before, f != nullptr && f->state == core::FlowState::native_pending, now);
+}
+
+void RoutedPath::on_channel_recreated() {
+  for (const auto& cmd : kernel::routed_routing_commands(ctx_.routing_spec)) {
+    if (cmd.size() > 2 && cmd[2] == "route") {
+      if (auto r = net::run_process(cmd); !r.ok()) spdlog::error("{}", net::describe(cmd, r));
+    }
+  }
+}
+
+bool RoutedPath::reload_needs_restart(const kernel::RoutingSpec& now,
+                                      const kernel::RoutingSpec& next) const {
+  return next.quic_ports != now.quic_ports || next.dns_to_channel != now.dns_to_channel ||
+         next.tcp_to_channel != now.tcp_to_channel || next.native_v4 != now.native_v4 ||
+         next.native_v6 != now.native_v6 || next.routed_table != now.routed_table;
+}
+
+void RoutedPath::add_status(StatusSnapshot& s) const {
+  const kernel::GuardCounters g = guard_ ? guard_->counters() : kernel::GuardCounters{};
+  s.kernel["native_out"].packets += g[NG_NATIVE_OUT].packets;
+  s.kernel["native_out"].bytes += g[NG_NATIVE_OUT].bytes;
+  s.kernel["native_in"].packets += g[NG_NATIVE_IN].packets;
+  s.kernel["native_in"].bytes += g[NG_NATIVE_IN].bytes;
+}
+
+void RoutedPath::add_status_json(nlohmann::json& j) const {
+  const RoutedPathStats& r = stats_;
+  const kernel::GuardCounters g = guard_ ? guard_->counters() : kernel::GuardCounters{};
+  j["routed"] = {{"flows_with_rule", flows_with_rule()},
+                 {"flows_watched", flows_watched()},
+                 {"rules_added", r.rules_added},
+                 {"rules_deleted", r.rules_deleted},
+                 {"rule_failures", r.rule_failures},
+                 {"watch_failures", r.watch_failures},
+                 {"orphans_kept", r.orphans_kept},
+                 {"sockets_closed", r.sockets_closed},
+                 {"devices_guarded", r.devices_guarded},
+                 {"guard_failures", r.guard_failures},
+                 {"observed_packets", observer_.stats().packets},
+                 {"observed_lost", observer_.stats().enobufs},
+                 {"guard_drops", {{"long_header", g[NG_DROP_LONG].packets},
+                                  {"dns", g[NG_DROP_DNS].packets},
+                                  {"tcp", g[NG_DROP_TCP].packets},
+                                  {"gso", g[NG_DROP_GSO].packets},
+                                  {"unparsed", g[NG_DROP_UNPARSED].packets},
+                                  {"raw_fragment", g[NG_DROP_RAW_FRAGMENT].packets}}}};
+}
+
+void RoutedPath::remove_guard(const std::string& pin_dir) {
+  NativeGuard::remove(pin_dir, native_devices(""));
+}
+
+}  // namespace quicstep::client::daemon

@@ -1,0 +1,152 @@
+// RoutedPath: the daemon's half of the routed native path (native_path = "routed",
+// client/README.md). Policy routing sends DNS, TCP and QUIC to the channel (routing.hpp);
+// the classifier decides from copies of the channel's packets (nflog_observer.hpp); a flow it
+// moves native gets a rule of its own here — `to SERVER ipproto udp sport P dport Q lookup
+// main` — at the end of its native switch, so its packets keep the channel until then and
+// arrive in order. Native packets never reach the daemon: the guard (native_guard.hpp) on
+// every native device drops what must not leave there, counts the rest, and counts a watched
+// flow's packets and answers, which the migration watchdog reads here (on_timer()).
+//
+// Rules outlive the daemon (a killed daemon leaves its native flows native and everything
+// else on the channel, as the queue path's native set does); the next start removes them
+// (the flows pass the channel once more and move again). A flow loses its rule when the
+// socket that could carry it closes (udp_socket_watch.hpp: the kernel announces it), when it
+// fails back, or when the classifier forgets it (idle: the classifier sees none of a native
+// flow's packets) and no UDP socket could carry it any more; a forgotten flow whose socket
+// lives keeps its rule until that socket closes (checked again every idle timeout as well).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "client/core/classifier.hpp"
+#include "client/daemon/native_path.hpp"
+#include "client/kernel/fib_rule_writer.hpp"
+#include "client/kernel/native_guard.hpp"
+#include "client/kernel/nflog_observer.hpp"
+#include "client/kernel/udp_socket_watch.hpp"
+#include "common/flow_key.hpp"
+
+namespace quicstep::client::daemon {
+
+struct RoutedPathOptions {
+  std::uint32_t flow_priority = 10120;  // RoutingSpec::flow_priority()
+  std::string channel_interface;
+  kernel::GuardOptions guard;
+  // How often watched flows are read while the watchdog waits on any.
+  common::Duration watch_poll = std::chrono::milliseconds(20);
+  // A forgotten flow's rule: how long before its socket is checked again.
+  common::Duration orphan_check = std::chrono::seconds(120);
+};
+
+struct RoutedPathStats {
+  std::uint64_t rules_added = 0;
+  std::uint64_t rule_failures = 0;   // adds or deletes the kernel refused
+  std::uint64_t rules_deleted = 0;
+  std::uint64_t watch_failures = 0;  // the guard's watch map refused a flow
+  std::uint64_t orphans_kept = 0;    // forgotten flows whose socket was still there
+  std::uint64_t sockets_closed = 0;  // flows ended because their socket closed
+  std::uint64_t devices_guarded = 0;
+  std::uint64_t guard_failures = 0;  // a device the guard could not attach to
+};
+
+class RoutedPath final : public NativePath {
+ public:
+  explicit RoutedPath(NativePathContext context) : ctx_(context) {}
+
+  const char* name() const override { return "routed"; }
+  // The guard on every native device first (nothing may leave there unguarded once rules
+  // send flows there), then the routing rules (DNS, TCP and QUIC to the channel; the flow
+  // rules come later), then the log group's listener, then the netdev table whose chains
+  // copy the channel's QUIC packets to it. Errors: no default route to take the native
+  // source address from, "native guard: ...", the rule socket's or the socket watch's,
+  // "ip rule: ...", the log group's, "rules: ...".
+  common::Outcome start() override;
+  // Detaches and unpins the guard (remove_guard).
+  void stop() override;
+
+  // The log group (copies of the channel's packets) and the socket watch (closed sockets).
+  std::vector<EventSource> sources() override;
+  // Due rules, the watched flows' counts (every watch_poll while the watchdog waits on any)
+  // and the forgotten flows' sockets.
+  common::Timestamp next_timer() const override;
+  void on_timer(common::Timestamp now) override;
+
+  // Keeps the kernel in step with a classifier event.
+  void on_event(const core::FlowEvent& event, common::Timestamp now) override;
+  void after_events() override {}
+
+  // Attaches the guard to devices that appeared since.
+  void on_devices_checked() override;
+  void on_table_replaced() override {}
+  // The routed channel table's route went with the old device: the same route again.
+  void on_channel_recreated() override;
+  void on_classifier_reset() override {}
+  // Its ports, DNS/TCP policy, native prefixes and table are in the routing rules.
+  bool reload_needs_restart(const kernel::RoutingSpec& now,
+                            const kernel::RoutingSpec& next) const override;
+
+  // The guard counts the native path (native_out, native_in); "routed": rules, watches, the
+  // guard's devices and drops, the copies seen and lost.
+  void add_status(StatusSnapshot& snapshot) const override;
+  void add_status_json(nlohmann::json& status) const override;
+
+  // Everything the guard of `pin_dir` and the devices of this namespace carry (at exit and by
+  // --cleanup; the rules go with the routing's priorities).
+  static void remove_guard(const std::string& pin_dir);
+
+ private:
+  // A copy the log group delivered: the server's handshake (ingress), or an outbound packet
+  // the classifier decides (a flow it moves native is scheduled).
+  void observe(const kernel::ObservedPacket& p);
+  // The classifier decided a packet of `flow` (seen on the channel) native: its rule goes in
+  // at `due` (at once if zero or past), watched if the watchdog waits on the flow.
+  void schedule(const common::FlowKey& flow, common::Timestamp due, bool watch,
+                common::Timestamp now);
+  // Reads the closed sockets. The flows the classifier tracks that no socket can carry any
+  // more are returned, for Classifier::forget() (whose `forgotten` event, on_event(), then
+  // deletes the rule); flows it forgot already lose their rule here.
+  std::vector<common::FlowKey> drain_closed_sockets();
+  std::size_t flows_with_rule() const;
+  std::size_t flows_watched() const;
+  // Loads the guard, opens the rule socket and the socket watch, attaches the guard to every
+  // native device.
+  common::Outcome open_guard(const RoutedPathOptions& options);
+
+  struct Flow {
+    bool rule = false;      // added to the kernel
+    bool watch = false;     // the watchdog reads it (native_pending)
+    bool watching = false;  // in the guard's watch map
+    bool orphan = false;    // forgotten by the classifier, rule kept while its socket lives
+    common::Timestamp due;  // rule not yet added: when
+    std::uint64_t sent_seen = 0;
+  };
+  void add_rule(const common::FlowKey& key, Flow& f);
+  void drop(const common::FlowKey& key, Flow& f);
+  void unwatch(const common::FlowKey& key, Flow& f);
+  // Whether a UDP socket of this namespace could carry `flow` (true if that is not known).
+  bool has_socket(const common::FlowKey& flow);
+
+  NativePathContext ctx_;
+  RoutedPathOptions options_;
+  kernel::NflogObserver observer_;
+  kernel::FibRuleWriter writer_;
+  kernel::UdpSocketWatch sockets_;
+  std::unique_ptr<kernel::NativeGuard> guard_;
+  std::set<std::string> guarded_;
+  std::unordered_map<common::FlowKey, Flow, common::FlowKeyHash> flows_;
+  // flows_ by client port: a closed socket is matched against the flows on its port only.
+  std::unordered_multimap<std::uint16_t, common::FlowKey> flows_by_port_;
+  RoutedPathStats stats_;
+  common::Timestamp last_tick_;
+};
+
+// The guard's key of a flow (outbound orientation: client = local).
+ng_flow_key guard_key(const common::FlowKey& flow);
+
+}  // namespace quicstep::client::daemon

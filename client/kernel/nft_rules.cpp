@@ -1,0 +1,551 @@
+#include "client/kernel/nft_rules.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace quicstep::client::kernel {
+namespace {
+
+std::string hex(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", v);
+  return buf;
+}
+
+// "meta mark set meta mark & ~mask | value": keeps the bits other software owns.
+std::string set_mark(const RulesetSpec& s, std::uint32_t value) {
+  return "meta mark set meta mark & " + hex(~s.mark_mask) + " | " + hex(value);
+}
+
+// One port: a plain compare (a one-element anonymous set would be a set lookup).
+std::string port_set(const std::vector<std::uint16_t>& ports) {
+  if (ports.size() == 1) return std::to_string(ports[0]);
+  std::string out = "{ ";
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += std::to_string(ports[i]);
+  }
+  return out + " }";
+}
+
+std::string addr_set(const std::vector<std::string>& addrs) {
+  std::string out = "{ ";
+  for (std::size_t i = 0; i < addrs.size(); ++i) out += (i ? ", " : "") + addrs[i];
+  return out + " }";
+}
+
+bool valid_name(std::string_view name, std::size_t max) {
+  if (name.empty() || name.size() > max) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.';
+  });
+}
+
+bool valid_address_text(std::string_view a) {
+  return !a.empty() && a.size() <= 64 && std::all_of(a.begin(), a.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+           c == '.' || c == ':' || c == '/';
+  });
+}
+
+bool stateless_nat(const RulesetSpec& s) { return s.nat && s.stateless; }
+
+// Stateless nat: the reverse maps, keyed in outbound orientation (local port . remote port .
+// remote addr; ports first: nft 1.0.6 cannot generate an ipv6-first concatenation with an
+// ipv6 value). Their timeout is the flow sets' (an idle channel flow is forgotten as such).
+void reverse_maps(std::ostringstream& o, const RulesetSpec& s) {
+  for (const char* fam : {"4", "6"}) {
+    const char* addr = fam[0] == '4' ? "ipv4_addr" : "ipv6_addr";
+    o << "  map rev" << fam << " {\n    type inet_service . inet_service . " << addr << " : "
+      << addr << "\n    flags dynamic,timeout\n    timeout " << s.native_timeout.count()
+      << "s\n    size " << s.set_size << "\n  }\n";
+    o << "  map revany" << fam << " {\n    type " << addr << " : " << addr
+      << "\n    flags dynamic,timeout\n    timeout " << s.native_timeout.count() << "s\n    size "
+      << s.set_size << "\n  }\n";
+  }
+}
+
+// The channel device's egress rewrite: the source becomes the tunnel address, the reverse
+// maps learn the local address. A family without a tunnel address is dropped (as
+// masquerade would).
+void rewrite_source(std::ostringstream& o, const RulesetSpec& s) {
+  for (const auto& [fam, ip, tunnel] :
+       {std::tuple{"4", "ip", &s.tunnel_v4}, std::tuple{"6", "ip6", &s.tunnel_v6}}) {
+    if (tunnel->empty()) {
+      o << "    meta protocol " << ip << " drop\n";
+      continue;
+    }
+    const std::string differs = std::string("    ") + ip + " saddr != " + *tunnel;
+    o << differs << " meta l4proto { tcp, udp } update @rev" << fam << " { th sport . th dport . "
+      << ip << " daddr : " << ip << " saddr }\n"
+      << differs << " update @revany" << fam << " { " << ip << " daddr : " << ip << " saddr } "
+      << ip << " saddr set " << *tunnel << "\n";
+  }
+}
+
+void flow_sets(std::ostringstream& o, const RulesetSpec& s) {
+  const struct {
+    const char* name;
+    std::chrono::seconds timeout;
+  } sets[] = {{"native", s.native_timeout}, {"channel", s.native_timeout},
+              {"watch", s.watch_timeout}};
+  for (const auto& set : sets) {
+    for (const char* fam : {"4", "6"}) {
+      const char* addr = fam[0] == '4' ? "ipv4_addr" : "ipv6_addr";
+      o << "  set " << set.name << fam << " {\n    type " << addr << " . inet_service . "
+        << addr << " . inet_service\n    flags dynamic,timeout\n    timeout " << set.timeout.count()
+        << "s\n    size " << s.set_size << "\n  }\n";
+    }
+  }
+  // The watched flows' client ports: a 2-octet key without flags is a bitmap (one bit test
+  // per lookup), where the 4-tuple sets hash (~130 ns on this VM, bench_rule_cost.py
+  // --inbound). Every inbound native packet meets it; only a watched port's go on to the
+  // watch set.
+  o << "  set watchports {\n    type inet_service\n  }\n";
+}
+
+constexpr const char* kFlow4 = "ip saddr . udp sport . ip daddr . udp dport";
+constexpr const char* kFlow6 = "ip6 saddr . udp sport . ip6 daddr . udp dport";
+// The UDP payload's byte 21 (see out_decide_chain): zero in ~1 packet of 256, which then
+// refreshes its native-set element in quic_out. Each such packet costs ~300 ns more than the
+// bulk rule (quic_out's calls and the set update): with one packet in 8 (three bits, an
+// earlier version) that was ~40 ns on every native packet (bench_rule_cost.py, whose
+// datagrams vary this byte as ciphertext does); with one in 256, ~1 ns. The price: a flow
+// with fewer than a few hundred packets per element timeout may see its element expire; its
+// next packet then passes the queue once and the daemon re-adds it.
+constexpr const char* kSampleBits = "@th,224,32 & 0xff0000";
+
+void out_decide_chain(std::ostringstream& o, const RulesetSpec& s) {
+  o << "  chain out_decide {\n"
+       "    type route hook output priority -310; policy accept;\n";
+  // The bulk path first, in one rule per family: a decided flow's short headers (long
+  // enough to be QUIC, not one of the ~1 in 256 packets that refresh the element in
+  // quic_out). Everything this rule checks, the rules below check again for the rest; lo
+  // and the exempt endpoint never reach the native set (they are never queued), so
+  // checking them first would only cost the bulk path. GSO super-packets too unless
+  // !gso_native_fast (then they go the long way, to the queue).
+  //
+  // Every expression here costs every native packet, and the kind matters more than the
+  // count (bench_rule_cost.py, on a VM with retpolines): nft_do_chain evaluates an
+  // equality compare of up to 4 bytes, a 4-byte mask, and a 1, 2 or 4-byte aligned payload
+  // load inline (a few ns each); a range compare or a 1-byte mask it calls (replacing the
+  // two ranges and the 1-byte mask of an earlier version with the checks below saved ~65
+  // ns). So the rule checks only what the set does not imply, with inline expressions but
+  // for the length bound, the set lookup and the meta loads:
+  // - UDP (the set's key has no protocol: a TCP segment with a native flow's ports would
+  //   match). The QUIC port is implied: only the classifier fills the set, with QUIC flows.
+  // - Not a fragment is implied too: the transport-header loads (first byte, ports) fail
+  //   for a non-first fragment (nft_payload refuses them), and a first fragment carries the
+  //   datagram's own first byte. Locally sent datagrams are fragmented after this hook.
+  //   (quicstepd_lab test_10b sends a native flow's datagram in two fragments with a raw
+  //   socket: the second reaches the provider, never the native link.)
+  // - The family first (the address loads need it anyway): the other family's packets
+  //   leave the rule after one compare.
+  // - Unless gso_native_fast, not a GSO super-packet: UDP length <= gso_threshold minus the
+  //   IP header (`meta length` would cost a byte-order conversion).
+  // - The first byte, as 4 bytes from the UDP payload's start: header form 0 (short).
+  // - Long enough to be QUIC (29 bytes, quic_out's bound), and the sample that leaves ~1 in
+  //   256 packets to quic_out, in one 4-byte load at UDP offset 28: it fails (the rule does
+  //   not match) for a datagram shorter than 32 bytes, which quic_out then judges, and its
+  //   second byte (payload byte 21) lies past the longest connection ID (20 bytes), so it is
+  //   a header-protected packet-number byte or ciphertext: pseudo-random per packet.
+  const std::string notrack = s.track_native ? "" : " notrack";
+  for (const char* flow : {kFlow4, kFlow6}) {
+    const bool v4 = flow == kFlow4;
+    const std::uint32_t ip_header = v4 ? 20 : 40;
+    const std::string size =
+        s.gso_native_fast ? "" : " udp length <= " + std::to_string(s.gso_threshold - ip_header);
+    o << "    meta nfproto " << (v4 ? "ipv4" : "ipv6") << " meta l4proto udp" << size
+      << " @th,64,32 & 0x80000000 == 0 " << kSampleBits << " != 0 " << flow
+      << (v4 ? " @native4" : " @native6") << notrack
+      << " counter return comment \"native_out\"\n";
+  }
+  // By index (lo is always 1): no interface-name compare on every packet.
+  o << "    meta oif lo return\n";
+  if (!s.exempt_v4.empty()) o << "    ip daddr " << addr_set(s.exempt_v4) << " return\n";
+  if (!s.exempt_v6.empty()) o << "    ip6 daddr " << addr_set(s.exempt_v6) << " return\n";
+  // Fragments carry no port (non-first ones) or only part of a datagram: never native.
+  o << "    ip frag-off & 0x3fff != 0 goto to_channel\n"
+       "    exthdr frag exists goto to_channel\n";
+  // The user's native prefixes (a LAN): unmarked, except DNS (a LAN resolver forwards the
+  // names to the ISP, so DNS keeps the channel even there).
+  for (const auto& [family, list] : {std::pair{"ip", &s.native_v4}, {"ip6", &s.native_v6}}) {
+    if (list->empty()) continue;
+    // Positive matches, one port per rule: nft 1.0.6 merges adjacent compares of
+    // neighbouring fields, and turned "udp dport != 53 udp sport != 53" into one 32-bit
+    // "sport . dport != 53 . 53" (true unless BOTH are 53): DNS to the prefixes went native
+    // (found by the lab test quicstepd_lab test_9_native_prefixes).
+    const std::string to = std::string("    ") + family + " daddr " + addr_set(*list);
+    for (const char* dns : {" udp dport 53", " udp sport 53", " tcp dport 53", " tcp sport 53"}) {
+      o << to << dns << " goto to_channel\n";
+    }
+    o << to << " return\n";
+  }
+  // QUIC first: the bulk path evaluates as few rules as possible. A datagram to a QUIC port
+  // from port 53 is not a loophole: it can only reach the native path through the native
+  // set, which only the classifier fills, and the classifier sends port 53 to the channel.
+  o << "    udp dport " << port_set(s.quic_ports) << " goto quic_out\n";
+  if (s.dns_to_channel) {
+    o << "    udp dport 53 goto to_channel\n    udp sport 53 goto to_channel\n"
+         "    tcp dport 53 goto to_channel\n    tcp sport 53 goto to_channel\n";
+  }
+  if (s.tcp_to_channel) o << "    meta l4proto tcp goto to_channel\n";
+  if (s.other_udp_to_channel) o << "    meta l4proto udp goto to_channel\n";
+  if (s.other_protocols_to_channel) {
+    o << "    meta l4proto != { tcp, udp } goto to_channel\n";
+  }
+  o << "  }\n";
+}
+
+void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
+  // Every way out of this chain but one sets the channel (or queue) mark. The one exception
+  // is a flow already decided native: its packets keep their mark unchanged, so that the
+  // route chain does not re-route them (a route lookup per packet on the bulk path), and
+  // (unless track_native) skip conntrack and NAT altogether.
+  const std::string notrack = s.track_native ? "" : " notrack";
+  // Bulk-path counters are anonymous (a per-CPU add; a named counter costs an object
+  // reference more on every packet); kernel_rules sums them by the rule's comment.
+  o << "  chain quic_out {\n"
+       // Shorter than any protected short-header packet (1 + 4 + 16 sample): unparseable.
+       "    udp length < 29 goto to_channel\n"
+       // Long header (first payload bit 1): the channel. Decided here, or queued to be
+       // seen (the handshake's timing; the daemon's verdict is always the channel, and so
+       // is queue bypass).
+       "    @th,64,1 1 goto " << (s.observe_handshakes ? "decide_out" : "to_channel") << "\n";
+  // GSO super-packets: nft sees only the first segment. Queued (and segmented) unless
+  // gso_native_fast, which lets those of a flow already in the native set pass below.
+  const std::string gso = "    meta length > " + std::to_string(s.gso_threshold) +
+                          " goto decide_out\n";
+  if (!s.gso_native_fast) o << gso;
+  // A flow decided earlier. About one packet in 256 refreshes its element's timeout: those
+  // whose sample byte (kSampleBits: under header protection or ciphertext, pseudo-random per
+  // packet) is zero, and those of 29 to 31 bytes, too short for the sample. A live flow
+  // stays in the set without a set update on every packet; an element that expires anyway
+  // (a flow quieter than that) only sends the flow's next packet through the queue again,
+  // where the daemon re-adds it.
+  for (const char* flow : {kFlow4, kFlow6}) {
+    const char* set = flow == kFlow4 ? "@native4" : "@native6";
+    o << "    " << kSampleBits << " != 0 " << flow << " " << set << notrack
+      << " counter return comment \"native_out\"\n"
+         "    " << flow << " " << set << " update " << set << " { " << flow << " }" << notrack
+      << " counter return comment \"native_out\"\n";
+  }
+  if (s.gso_native_fast) o << gso;
+  o << "    " << kFlow4 << " @channel4 update @channel4 { " << kFlow4 << " } goto to_channel\n"
+       "    " << kFlow6 << " @channel6 update @channel6 { " << kFlow6 << " } goto to_channel\n"
+       "    goto decide_out\n"
+       "  }\n";
+  o << "  chain to_channel {\n    " << set_mark(s, s.mark_channel) << "\n  }\n";
+  o << "  chain decide_out {\n    counter name \"decide_out\"\n    "
+    << set_mark(s, s.mark_decide_out) << "\n  }\n";
+}
+
+// After the queue (-250, before conntrack at -200): one verdict-map lookup per packet. The
+// kernel's native fast path (mark unchanged) misses it and leaves at once.
+void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
+  // Stateless: nothing to do after the queue that the channel device's own chains (below)
+  // do not do, and a base chain on the output hook costs every native packet (~0.2 s/GB of
+  // the sender's CPU here) although it matches none of them. The daemon's native verdicts
+  // (a flow's packets until the watchdog confirms it) go uncounted by the kernel (the
+  // daemon counts its decisions) and tracked only if something else registered conntrack.
+  if (stateless_nat(s)) return;
+  // Zones are needed only when conntrack sees native packets: they keep a channel NAT
+  // binding off the same 5-tuple sent natively. Untracked native packets never meet one.
+  const std::string zone = s.nat && !s.stateless && s.track_native
+                               ? " ct zone set " + std::to_string(s.ct_zone)
+                               : "";
+  o << "  chain out_account {\n"
+       "    type filter hook output priority -250; policy accept;\n"
+       "    meta mark & " << hex(s.mark_mask) << " vmap { " << hex(s.mark_channel)
+    << " : goto account_channel, "
+       // Still DECIDE_OUT here: the daemon's channel verdict leaves it, or no daemon listened
+       // (queue bypass); routed to the channel either way.
+    << hex(s.mark_decide_out) << " : goto account_channel, "
+       // Marked native by a daemon verdict (the kernel's fast path counted in quic_out).
+    << hex(s.mark_native) << " : goto account_native }\n"
+       "  }\n"
+       "  chain account_channel {\n    counter name \"channel_out\"" << zone << "\n  }\n"
+       "  chain account_native {\n    counter name \"native_out\""
+    << (s.track_native ? "" : " notrack") << "\n  }\n";
+}
+
+void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
+  const std::string zone = s.nat && !s.stateless && s.track_native
+                               ? " ct zone set " + std::to_string(s.ct_zone)
+                               : "";
+  o << "  chain in_watch {\n"
+       "    type filter hook prerouting priority -310; policy accept;\n";
+  // From the channel: one interface-name compare (a call, ~40 ns on every inbound native
+  // packet) leads to the channel's rules, in a chain of their own. The server's long headers
+  // on the channel are queued to be seen (the handshake RTT).
+  const std::string from_channel = "    iifname \"" + s.channel_interface + "\"";
+  const std::string observe = "    udp sport " + port_set(s.quic_ports) + " @th,64,1 1";
+  std::string channel_rules;
+  if (stateless_nat(s)) {
+    // Counted and rewritten at the channel device's ingress already.
+    if (s.observe_handshakes) channel_rules = observe + " goto observe_in\n";
+  } else {
+    if (s.observe_handshakes) {
+      channel_rules = observe + " counter name \"channel_in\"" + zone + " goto observe_in\n";
+    }
+    channel_rules += "    counter name \"channel_in\"" + zone + " accept\n";
+  }
+  // A goto: falling off from_channel's end ends the base chain (policy accept).
+  o << from_channel << (channel_rules.empty() ? " return\n" : " goto from_channel\n");
+  // Native QUIC answers, in one rule: skip conntrack (unless track_native: their outbound
+  // half is untracked too), counted (the counter runs before the port lookup), and only
+  // those to a watched flow's port go on to the watch set (and its flows' to the queue).
+  o << "    udp sport " << port_set(s.quic_ports) << (s.track_native ? "" : " notrack")
+    << " counter udp dport @watchports goto in_watched comment \"native_in\"\n"
+       "  }\n"
+       "  chain in_watched {\n"
+       "    ip daddr . udp dport . ip saddr . udp sport @watch4 goto watch_in\n"
+       "    ip6 daddr . udp dport . ip6 saddr . udp sport @watch6 goto watch_in\n"
+       "  }\n"
+       "  chain watch_in {\n    counter name \"watch_in\"\n    "
+    << set_mark(s, s.mark_decide_in) << "\n  }\n";
+  if (!channel_rules.empty()) o << "  chain from_channel {\n" << channel_rules << "  }\n";
+  if (s.observe_handshakes) {
+    o << "  chain observe_in {\n    " << set_mark(s, s.mark_decide_in) << "\n  }\n";
+  }
+  if (s.nat && !s.stateless) {
+    o << "  chain post_nat {\n"
+         "    type nat hook postrouting priority srcnat; policy accept;\n"
+         "    oifname \"" << s.channel_interface << "\" masquerade\n"
+         "  }\n";
+  }
+}
+
+// Stateless addressing: the channel device's own table. Only packets that cross the
+// WireGuard interface pass its chains (native packets never do): egress counts and rewrites
+// the source to the tunnel address (learning the reverse maps), ingress counts and rewrites
+// the destination back to the local address the flow used: by its ports and remote address,
+// else by the remote address alone; a packet neither map knows keeps the tunnel address (no
+// socket). The chains are bound to the device: they exist while it does (the daemon creates
+// or attaches the device before installing the rules).
+void channel_device_table(std::ostringstream& o, const RulesetSpec& s) {
+  o << "table netdev " << s.table << " {\n  counter channel_out {\n  }\n"
+       "  counter channel_in {\n  }\n";
+  reverse_maps(o, s);
+  o << "  chain channel_egress {\n    type filter hook egress device \"" << s.channel_interface
+    << "\" priority 0; policy accept;\n    counter name \"channel_out\"\n";
+  if (s.routed) {
+    o << "    meta l4proto udp th dport " << port_set(s.quic_ports) << " log group " << s.log_group
+      << "\n";
+  }
+  rewrite_source(o, s);
+  o << "  }\n  chain " << kChannelIngressChain << " {\n    type filter hook ingress device \""
+    << s.channel_interface << "\" priority 0; policy accept;\n"
+       "    counter name \"channel_in\"\n";
+  // Routed: the rewritten packet goes on to channel_seen (the server's long headers logged).
+  const std::string seen = s.routed ? " goto channel_seen" : " accept";
+  for (const auto& [fam, ip, tunnel] :
+       {std::tuple{"4", "ip", &s.tunnel_v4}, std::tuple{"6", "ip6", &s.tunnel_v6}}) {
+    if (tunnel->empty()) continue;
+    const std::string to = std::string("    ") + ip + " daddr " + *tunnel;
+    o << to << " meta l4proto { tcp, udp } " << ip << " daddr set th dport . th sport . " << ip
+      << " saddr map @rev" << fam << seen << "\n"
+      << to << " " << ip << " daddr set " << ip << " saddr map @revany" << fam << seen << "\n";
+  }
+  o << "  }\n";
+  if (s.routed) {
+    o << "  chain channel_seen {\n    meta l4proto udp th sport " << port_set(s.quic_ports)
+      << " @th,64,1 1 log group " << s.log_group << "\n  }\n";
+  }
+  o << "}\n";
+}
+
+std::string element(const common::FlowKey& f) {
+  return f.client.to_string() + " . " + std::to_string(f.client_port) + " . " +
+         f.server.to_string() + " . " + std::to_string(f.server_port);
+}
+
+}  // namespace
+
+std::string set_name(FlowSet set, const common::FlowKey& f) {
+  if (set == FlowSet::watch_port) return "watchports";
+  return std::string(to_string(set)) + (f.client.family == common::IpFamily::v4 ? "4" : "6");
+}
+
+common::Outcome check_spec(const RulesetSpec& s) {
+  if (!valid_name(s.table, 32)) return common::Failure("bad table name `" + s.table + "'");
+  if (!valid_name(s.channel_interface, 15)) {
+    return common::Failure("bad channel interface name `" + s.channel_interface + "'");
+  }
+  if (s.quic_ports.empty() || s.quic_ports.size() > 64) {
+    return common::Failure("1 to 64 QUIC ports needed");
+  }
+  for (auto p : s.quic_ports) {
+    if (p == 0) return common::Failure("QUIC port 0 is not a port");
+  }
+  // The bulk rule's UDP length bound (threshold - IPv6 header) must leave room for QUIC's
+  // shortest datagram (29 bytes; the rule itself also needs 32 for its sample load).
+  if (s.gso_threshold < 40 + 29 || s.gso_threshold > 65535) {
+    return common::Failure("bad GSO threshold");
+  }
+  const std::uint32_t marks[] = {s.mark_channel, s.mark_native, s.mark_decide_out,
+                                 s.mark_decide_in};
+  std::set<std::uint32_t> seen;
+  for (auto m : marks) {
+    if (m == 0 || (m & ~s.mark_mask) != 0) {
+      return common::Failure("mark " + hex(m) + " is zero or outside the mask " + hex(s.mark_mask));
+    }
+    if (!seen.insert(m).second) {
+      return common::Failure("marks must be distinct: " + hex(m) + " repeats");
+    }
+  }
+  for (const auto& list : {s.exempt_v4, s.exempt_v6, s.native_v4, s.native_v6}) {
+    for (const auto& a : list) {
+      if (!valid_address_text(a)) {
+        return common::Failure("bad exempt address or prefix `" + a + "'");
+      }
+    }
+  }
+  if (stateless_nat(s)) {
+    for (const auto& a : {s.tunnel_v4, s.tunnel_v6}) {
+      if (!a.empty() && (!valid_address_text(a) || a.find('/') != std::string::npos)) {
+        return common::Failure("bad tunnel address `" + a + "'");
+      }
+    }
+  }
+  if (s.ct_zone == 0) return common::Failure("conntrack zone 0 is the native zone");
+  if (s.set_size == 0 || s.native_timeout.count() <= 0 || s.watch_timeout.count() <= 0) {
+    return common::Failure("set size and timeouts must be positive");
+  }
+  return {};
+}
+
+std::string ruleset_text(const RulesetSpec& s) {
+  std::ostringstream o;
+  // One transaction: create if absent, delete, create afresh. Never a moment without rules.
+  // The netdev table too (stateless addressing has one; a reload to another mode removes it).
+  o << delete_table_text(s.table);
+  if (s.routed) {
+    channel_device_table(o, s);
+    return o.str();
+  }
+  o << "table inet " << s.table << " {\n";
+  for (const char* c : {"channel_out", "native_out", "decide_out", "channel_in", "native_in",
+                        "watch_in"}) {
+    o << "  counter " << c << " {\n  }\n";
+  }
+  flow_sets(o, s);
+  out_decide_chain(o, s);
+  quic_out_chain(o, s);
+  out_account_chain(o, s);
+  inbound_chains(o, s);
+  o << "}\n";
+  if (stateless_nat(s)) channel_device_table(o, s);
+  return o.str();
+}
+
+std::string delete_table_text(std::string_view table) {
+  const std::string t(table);
+  return "table inet " + t + "\ndelete table inet " + t + "\ntable netdev " + t +
+         "\ndelete table netdev " + t + "\n";
+}
+
+std::string iptables_install_text(const RulesetSpec& s) {
+  std::ostringstream o;
+  // One rule in each base chain, no chain of our own: every packet crosses OUTPUT, and a
+  // jump to a user chain costs it a counter and the jump (iptables-nft counts every rule
+  // that matches; a non-matching mark compare costs neither). ~70 ns less per native packet
+  // on this machine (bench_rule_cost.py, client/README). The comment is how they are found
+  // again; iptables-nft makes it an xt match after the mark compare, so only queued packets
+  // evaluate it.
+  o << "*raw\n"
+    << "-I OUTPUT 1 -m mark --mark " << hex(s.mark_decide_out) << "/" << hex(s.mark_mask)
+    << " -m comment --comment " << kIptablesComment << " -j NFQUEUE --queue-num "
+    << s.queue_outbound << " --queue-bypass\nCOMMIT\n";
+  return o.str();
+}
+
+std::vector<std::string> inbound_queue_chains(const RulesetSpec& s) {
+  // Inbound there is no re-route to wait for: the queue sits at the end of the chains that
+  // pick the packets (an iptables raw PREROUTING rule cost every inbound packet a base
+  // chain, ~40-50 ns).
+  if (s.routed) return {};
+  std::vector<std::string> chains{"watch_in"};
+  if (s.observe_handshakes) chains.emplace_back("observe_in");
+  return chains;
+}
+
+std::string iptables_remove_text(const std::string& listing) {
+  std::ostringstream o;
+  std::istringstream lines(listing);
+  bool any = false;
+  const std::string tag = std::string(" --comment ") + kIptablesComment + " ";
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("-A ", 0) != 0 || line.find(tag) == std::string::npos) continue;
+    if (!any) o << "*raw\n";
+    any = true;
+    o << "-D " << line.substr(3) << "\n";
+  }
+  if (any) o << "COMMIT\n";
+  return o.str();
+}
+
+std::string iptables_remove_legacy_text() {
+  return "*raw\n-D OUTPUT -j QUICSTEP_OUT\n-D PREROUTING -j QUICSTEP_IN\n"
+         "-F QUICSTEP_OUT\n-F QUICSTEP_IN\n-X QUICSTEP_OUT\n-X QUICSTEP_IN\nCOMMIT\n";
+}
+
+std::string_view to_string(FlowSet s) {
+  switch (s) {
+    case FlowSet::native: return "native";
+    case FlowSet::channel: return "channel";
+    case FlowSet::watch: return "watch";
+    case FlowSet::watch_port: return "watch_port";
+  }
+  return "?";
+}
+
+std::string add_element_text(std::string_view table, FlowSet set, const common::FlowKey& flow,
+                             std::chrono::seconds timeout) {
+  if (set == FlowSet::watch_port) {
+    return "add element inet " + std::string(table) + " watchports { " +
+           std::to_string(flow.client_port) + " }\n";
+  }
+  return "add element inet " + std::string(table) + " " + set_name(set, flow) + " { " +
+         element(flow) + " timeout " + std::to_string(timeout.count()) + "s }\n";
+}
+
+std::string delete_element_text(std::string_view table, FlowSet set,
+                                const common::FlowKey& flow) {
+  const std::string e =
+      set == FlowSet::watch_port ? std::to_string(flow.client_port) : element(flow);
+  return "delete element inet " + std::string(table) + " " + set_name(set, flow) + " { " + e +
+         " }\n";
+}
+
+std::string element_op_text(std::string_view table, const SetElementOp& op) {
+  return op.add ? add_element_text(table, op.set, op.flow, op.timeout)
+                : delete_element_text(table, op.set, op.flow);
+}
+
+std::vector<std::uint8_t> set_element_key(const common::FlowKey& flow) {
+  std::vector<std::uint8_t> key;
+  key.reserve(40);
+  auto port = [&key](std::uint16_t p) {
+    key.insert(key.end(), {static_cast<std::uint8_t>(p >> 8), static_cast<std::uint8_t>(p), 0, 0});
+  };
+  const auto client = flow.client.octets();
+  key.insert(key.end(), client.begin(), client.end());
+  port(flow.client_port);
+  const auto server = flow.server.octets();
+  key.insert(key.end(), server.begin(), server.end());
+  port(flow.server_port);
+  return key;
+}
+
+std::vector<std::uint8_t> set_element_key(FlowSet set, const common::FlowKey& flow) {
+  if (set != FlowSet::watch_port) return set_element_key(flow);
+  return {static_cast<std::uint8_t>(flow.client_port >> 8),
+          static_cast<std::uint8_t>(flow.client_port)};
+}
+
+}  // namespace quicstep::client::kernel

@@ -1,0 +1,167 @@
+#include "client/kernel/routing.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "client/kernel/fib_rule_writer.hpp"
+#include "net/process.hpp"
+
+namespace quicstep::client::kernel {
+namespace {
+
+std::string mark_text(std::uint32_t mark, std::uint32_t mask) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%x/0x%x", mark, mask);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> routing_commands(const RoutingSpec& s) {
+  std::vector<std::vector<std::string>> cmds;
+  for (const char* fam : {"-4", "-6"}) {
+    std::uint32_t prio = s.priority;
+    for (auto mark : s.channel_marks) {
+      const std::string m = mark_text(mark, s.mark_mask);
+      cmds.push_back({"ip", fam, "rule", "add", "fwmark", m, "lookup", std::to_string(s.table),
+                      "priority", std::to_string(prio++)});
+      // Fail closed: reached only when the channel table has no route for the packet.
+      cmds.push_back({"ip", fam, "rule", "add", "fwmark", m, "unreachable", "priority",
+                      std::to_string(prio++)});
+    }
+  }
+  return cmds;
+}
+
+std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec& s) {
+  std::vector<std::vector<std::string>> cmds;
+  const std::string table = std::to_string(s.routed_table);
+  struct Family {
+    const char* flag;
+    const std::string* source;
+    const std::vector<std::string>* exempt;
+    const std::vector<std::string>* native;
+  };
+  // (Named fields, not structured bindings: clang before 16 cannot capture those.)
+  for (const Family& f : {Family{"-4", &s.source_v4, &s.exempt_v4, &s.native_v4},
+                          Family{"-6", &s.source_v6, &s.exempt_v6, &s.native_v6}}) {
+    const char* fam = f.flag;
+    const std::string* source = f.source;
+    const std::vector<std::string>* exempt = f.exempt;
+    const std::vector<std::string>* native = f.native;
+    if (!source->empty()) {
+      cmds.push_back({"ip", fam, "route", "replace", "default", "dev", s.channel_interface,
+                      "src", *source, "table", table});
+    }
+    std::uint32_t prio = s.flow_priority() + 1;
+    auto rule = [&](std::vector<std::string> selector, bool unreachable, std::uint32_t p) {
+      std::vector<std::string> c{"ip", fam, "rule", "add"};
+      c.insert(c.end(), selector.begin(), selector.end());
+      if (unreachable) {
+        c.push_back("unreachable");
+      } else {
+        c.insert(c.end(), {"lookup", selector.empty() || selector[0] != "to" ? table : "main"});
+      }
+      c.insert(c.end(), {"priority", std::to_string(p)});
+      cmds.push_back(std::move(c));
+    };
+    // The channel's own packets never enter it.
+    for (const auto& a : *exempt) rule({"to", a}, false, prio);
+    ++prio;
+    // DNS, before the native prefixes: a LAN resolver forwards names to the ISP.
+    for (const char* proto : {"udp", "tcp"}) {
+      if (s.dns_to_channel) {
+        rule({"ipproto", proto, "dport", "53"}, false, prio);
+        rule({"ipproto", proto, "dport", "53"}, true, prio + 1);
+      }
+      prio += 2;
+    }
+    for (const auto& a : *native) rule({"to", a}, false, prio);
+    ++prio;
+    if (s.tcp_to_channel) {
+      rule({"ipproto", "tcp"}, false, prio);
+      rule({"ipproto", "tcp"}, true, prio + 1);
+    }
+    prio += 2;
+    for (auto port : s.quic_ports) {
+      rule({"ipproto", "udp", "dport", std::to_string(port)}, false, prio);
+      rule({"ipproto", "udp", "dport", std::to_string(port)}, true, prio + 1);
+    }
+  }
+  return cmds;
+}
+
+std::string native_source_address(const char* family) {
+  auto routes = net::run_process({"ip", "-j", family, "route", "show", "default", "table", "main"});
+  if (!routes.ok()) return {};
+  const auto list = nlohmann::json::parse(routes.output, nullptr, false);
+  if (!list.is_array() || list.empty()) return {};
+  const auto& route = list.front();
+  if (route.contains("prefsrc") && route["prefsrc"].is_string()) return route["prefsrc"];
+  if (!route.contains("dev") || !route["dev"].is_string()) return {};
+  auto addrs = net::run_process({"ip", "-j", family, "address", "show", "dev",
+                            route["dev"].get<std::string>(), "scope", "global"});
+  const auto links = nlohmann::json::parse(addrs.output, nullptr, false);
+  if (!addrs.ok() || !links.is_array()) return {};
+  for (const auto& link : links) {
+    if (!link.contains("addr_info")) continue;
+    for (const auto& a : link["addr_info"]) {
+      if (a.contains("local") && a["local"].is_string()) return a["local"];
+    }
+  }
+  return {};
+}
+
+int remove_routing(const RoutingSpec& s) {
+  int removed = 0;
+  const std::uint32_t count = 2 * static_cast<std::uint32_t>(s.channel_marks.size());
+  for (const char* fam : {"-4", "-6"}) {
+    for (std::uint32_t p = s.priority; p < s.priority + count; ++p) {
+      // At most a few duplicates: bounded loop.
+      for (int i = 0; i < 8; ++i) {
+        auto r = net::run_process({"ip", fam, "rule", "del", "priority", std::to_string(p)});
+        if (!r.ok()) break;
+        ++removed;
+      }
+    }
+  }
+  // The routed native path's rules (a config may have switched): any number per flow.
+  FibRuleWriter writer;
+  if (writer.open()) {
+    for (auto family : {common::IpFamily::v4, common::IpFamily::v6}) {
+      for (std::uint32_t p = s.flow_priority(); p < s.flow_priority() + s.kRoutedPriorities;
+           ++p) {
+        removed += writer.remove_all_at(family, p);
+      }
+    }
+  }
+  for (const char* fam : {"-4", "-6"}) {
+    net::run_process({"ip", fam, "route", "flush", "table", std::to_string(s.routed_table)});
+  }
+  return removed;
+}
+
+common::Outcome InstalledRouting::install(const RoutingSpec& spec) {
+  remove();
+  spec_ = spec;
+  remove_routing(spec_);  // leftovers of a crash
+  installed_ = true;
+  for (const auto& cmd : spec_.routed ? routed_routing_commands(spec_) : routing_commands(spec_)) {
+    auto r = net::run_process(cmd);
+    if (!r.ok()) {
+      std::string why = net::describe(cmd, r);
+      remove();
+      return common::Failure(why);
+    }
+  }
+  return {};
+}
+
+void InstalledRouting::remove() {
+  if (!installed_) return;
+  installed_ = false;
+  remove_routing(spec_);
+}
+
+}  // namespace quicstep::client::kernel

@@ -1,0 +1,80 @@
+// Policy routing of the channel: `ip rule`s that send packets carrying the channel marks to
+// the channel's routing table, each followed by a fail-closed `unreachable` rule so that a
+// missing WireGuard interface or route never lets a channel packet fall through to the main
+// table (invariant 1). IPv4 and IPv6. Installed before the nft table, removed after it.
+//
+// The routed native path (RoutingSpec::routed, native_path = "routed") needs no marks: rules
+// select by protocol and port — DNS, TCP and UDP to the QUIC ports go to its own channel
+// table (`routed_table`, whose default route through the channel names the native source
+// address, so that a socket that connects through it keeps that address when its flow moves
+// native), each followed by `unreachable`; the channel's endpoints and native_prefixes go
+// to main before them (DNS to a native prefix still takes the channel). A flow that moves
+// native gets a rule of its own at `flow_priority`, ahead of all of them (fib_rule_writer).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace quicstep::client::kernel {
+
+struct RoutingSpec {
+  std::vector<std::uint32_t> channel_marks;  // marks routed to the channel (value/mask)
+  std::uint32_t mark_mask = 0xff;
+  std::uint32_t table = 51820;
+  std::uint32_t priority = 10100;  // first rule's priority; two per mark, consecutive
+
+  bool routed = false;  // the routed native path: the rules below instead of the marks'
+  std::uint32_t routed_table = 51821;
+  std::vector<std::uint16_t> quic_ports = {443};
+  bool dns_to_channel = true;
+  bool tcp_to_channel = true;
+  std::vector<std::string> exempt_v4, exempt_v6;  // the channel's endpoints: main
+  std::vector<std::string> native_v4, native_v6;  // native_prefixes: main (not DNS)
+  // The channel route's source address per family (empty: that family has no channel
+  // route, so its channel packets meet `unreachable`).
+  std::string source_v4, source_v6;
+  std::string channel_interface;
+
+  // The per-flow rules' priority, then the routed rules' (flow_priority + 1 ..).
+  std::uint32_t flow_priority() const { return priority + 20; }
+  static constexpr std::uint32_t kRoutedPriorities = 11;  // flow rules included
+};
+
+// The routed table's routes (`ip route replace ...`) and rules, per family, in order.
+std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec& spec);
+
+// The address the main table's default route would give a socket of `family` ("-4", "-6"):
+// its preferred source, else the first global address of its device. Empty when there is
+// no default route.
+std::string native_source_address(const char* family);
+
+// The `ip rule` argument lists that install_routing runs, per family ("-4", "-6").
+std::vector<std::vector<std::string>> routing_commands(const RoutingSpec& spec);
+
+// Removes every rule at the priorities the spec uses (a crash may have left them, maybe
+// twice). Never fails: rules that are absent are skipped. Returns how many were removed.
+int remove_routing(const RoutingSpec& spec);
+
+// RAII: installs the rules (after removing leftovers at the same priorities) and removes
+// them in its destructor. install() errors: the failing command and its output; what was
+// installed before the failure is removed.
+class InstalledRouting {
+ public:
+  InstalledRouting() = default;
+  InstalledRouting(const InstalledRouting&) = delete;
+  InstalledRouting& operator=(const InstalledRouting&) = delete;
+  ~InstalledRouting() { remove(); }
+
+  // Failure: the failing command and its output.
+  common::Outcome install(const RoutingSpec& spec);
+  void remove();
+
+ private:
+  RoutingSpec spec_;
+  bool installed_ = false;
+};
+
+}  // namespace quicstep::client::kernel
