@@ -1,4 +1,4 @@
-// Classifier: the heart of quicstepd (DESIGN.md "The classifier"). A sans-IO decision
+// Classifier: the heart of quicstepd (docs/DESIGN.md "The classifier"). A sans-IO decision
 // function: (packet bytes, direction, time, flow state, policy) -> {channel, native, drop},
 // plus flow-state updates. No I/O, no clock, no exceptions, no allocation after
 // construction; the frontends (nfqueue, TUN) pass the time in and act on the decision.

@@ -1,4 +1,4 @@
-// Policy: what the classifier decides, as a plain struct with defaults (DESIGN.md "The
+// Policy: what the classifier decides, as a plain struct with defaults (docs/DESIGN.md "The
 // classifier"). Passed explicitly to the Classifier; no globals. policy_config.hpp loads it
 // from TOML and checks every range; the Classifier takes it as given.
 #pragma once

@@ -20,7 +20,7 @@
 
 namespace quicstep::client::core {
 
-// How packets sent to the channel are addressed (DESIGN.md invariant 2).
+// How packets sent to the channel are addressed (docs/DESIGN.md invariant 2).
 enum class NativePathChoice : std::uint8_t { automatic, queue, routed };
 
 enum class Addressing : std::uint8_t {
