@@ -257,11 +257,7 @@ class Soak:
             self.record_fault(name, self.native_if)
             self.sh("tc", "filter", "del", "dev", self.native_if, "egress")
             self.sh("tc", "filter", "del", "dev", self.native_if, "ingress")
-            for link in json.loads(subprocess.run(["bpftool", "-j", "link", "show"],
-                                                  capture_output=True, text=True).stdout or "[]"):
-                if link.get("type") == "tcx" and "native_guard" in str(link.get("prog_name", "")):
-                    subprocess.run(["bpftool", "link", "detach", "id", str(link["id"])],
-                                   capture_output=True)
+            quicstepd.detach_guard(self.native_if)  # its tcx links, by their pins
         elif name == "address":
             old4, old6 = self.current_native()
             new4 = self.spare4() if old4 != self.spare4() else self.native4[0]
