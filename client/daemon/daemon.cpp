@@ -385,7 +385,10 @@ void Daemon::Impl::setup_healing() {
     return true;
   };
   table.restore = [this]() -> common::Outcome {
-    keep_kernel_counters();
+    // A table still there (another piece of it went) is replaced: keep its counters. A
+    // flushed one took them with it; reading them would only cost time.
+    const std::uint8_t family = spec.routed ? NFPROTO_NETDEV : NFPROTO_INET;
+    if (probe.nft_table_exists(family, spec.table) != false) keep_kernel_counters();
     path->on_table_replaced();  // its sets start empty
     return rules.install(spec);
   };

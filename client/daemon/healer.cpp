@@ -31,7 +31,8 @@ void Healer::check_one(Registered& r) {
       spdlog::info("kernel state: {} is back (put back by another tool)", to_string(piece));
     }
   } else if (before == PieceState::ok) {
-    spdlog::warn("kernel state: {} removed or changed by another tool ({} time(s)); {}",
+    spdlog::warn("kernel state: {} missing (removed by another tool, or with its device; "
+                 "{} time(s)); {}",
                  to_string(piece), s.removals,
                  action == Action::restore ? "restoring it"
                                            : "it keeps being removed: backing off, failed closed "
@@ -70,6 +71,7 @@ nlohmann::json Healer::status_json() const {
     pieces[std::string(to_string(r.piece.piece))] = {
         {"state", std::string(to_string(s.state))},
         {"removals", s.removals},
+        {"episodes", s.episodes},
         {"restores", s.restores},
         {"failures", s.failures},
         {"contested", s.contested},

@@ -56,6 +56,14 @@ Action Reconciler::observe(Piece piece, bool present, Timestamp now) {
     case PieceState::ok: {
       ++s.removals;
       s.missing_since = now;
+      if (now - e.last_restore <= options_.episode_gap &&
+          e.episode_removals < options_.episode_limit) {
+        ++e.episode_removals;  // the same removal still going on: put it back again
+        s.state = PieceState::restoring;
+        return Action::restore;
+      }
+      ++s.episodes;
+      e.episode_removals = 1;
       e.removed_at[e.removed_count % kHistory] = now;
       ++e.removed_count;
       const int recent = recent_removals(e, now);
@@ -84,6 +92,7 @@ void Reconciler::restored(Piece piece, bool ok, Timestamp now) {
   PieceStatus& s = e.status;
   if (ok) {
     ++s.restores;
+    e.last_restore = now;
     if (s.missing_since != Timestamp::never()) {
       s.last_recovery = now - s.missing_since;
       s.max_recovery = std::max(s.max_recovery, s.last_recovery);

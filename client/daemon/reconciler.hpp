@@ -8,9 +8,13 @@
 // What must hold:
 //   - A piece found missing is restored at once (the caller restores it in the same turn), so
 //     the daemon fails closed only for as long as it takes to put the piece back.
-//   - Never a fight in a loop: a piece removed `contest_threshold` times within
+//   - One removal by another tool may take several turns: `ip rule flush` deletes rule by
+//     rule, and deletes again what the daemon put back meanwhile. A removal within
+//     `episode_gap` of the last restore belongs to the same *episode* and is restored at
+//     once too, up to `episode_limit` removals (then the episode counts as a fight).
+//   - Never a fight in a loop: a piece removed in `contest_threshold` episodes within
 //     `contest_window` is *contested* (another tool keeps removing it); its next restore waits
-//     first_backoff, doubled on each further removal while contested, capped at max_backoff.
+//     first_backoff, doubled on each further episode while contested, capped at max_backoff.
 //     The piece stays missing meanwhile (the daemon fails closed and says so).
 //   - A failed restore is retried after retry_delay, doubled on each consecutive failure,
 //     capped at max_backoff; the piece stays `failed` (fail closed, reported) until it is back.
@@ -21,6 +25,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include "common/timestamp.hpp"
@@ -48,7 +53,10 @@ enum class PieceState : std::uint8_t {
 std::string_view to_string(PieceState s);
 
 struct ReconcilerOptions {
-  int contest_threshold = 3;  // removals within contest_window that make a piece contested
+  Duration episode_gap = std::chrono::milliseconds(200);  // removals this soon after a
+                                                          // restore: the same episode
+  int episode_limit = 64;     // removals of one episode restored at once, at most
+  int contest_threshold = 3;  // episodes within contest_window that make a piece contested
   Duration contest_window = std::chrono::seconds(30);
   Duration first_backoff = std::chrono::seconds(1);
   Duration retry_delay = std::chrono::milliseconds(500);
@@ -58,6 +66,7 @@ struct ReconcilerOptions {
 struct PieceStatus {
   PieceState state = PieceState::ok;
   std::uint64_t removals = 0;       // times found missing after being present
+  std::uint64_t episodes = 0;       // removals more than episode_gap after the last restore
   std::uint64_t restores = 0;       // successful restores
   std::uint64_t failures = 0;       // failed restores
   std::uint64_t contested = 0;      // times a restore was deferred by the back-off
@@ -93,9 +102,11 @@ class Reconciler {
   static constexpr std::size_t kHistory = 8;  // removal times kept per piece
   struct Entry {
     PieceStatus status;
-    std::array<Timestamp, kHistory> removed_at{};  // ring of the last removals
+    std::array<Timestamp, kHistory> removed_at{};  // ring of the last episodes' starts
     std::size_t removed_count = 0;                 // total pushed into the ring
     int consecutive_failures = 0;
+    Timestamp last_restore = Timestamp{std::numeric_limits<std::int64_t>::min() / 2};
+    int episode_removals = 0;  // removals in the current episode
   };
   static std::size_t index(Piece p) { return static_cast<std::size_t>(p); }
   // Removals of `e` within contest_window before `now`.

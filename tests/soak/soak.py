@@ -286,7 +286,12 @@ class Soak:
             self.sh("ip", "link", "set", self.channel_if, "down")
             time.sleep(2)
             self.sh("ip", "link", "set", self.channel_if, "up")
-            for fam in ("-4", "-6"):  # the lab's default routes in the channel table
+            # What `wg-quick up` puts back, the lab's: the IPv6 address (the kernel drops it
+            # with the link; a daemon started later reads its tunnel addresses from the
+            # device) and the default routes in the channel table.
+            self.sh("ip", "-6", "addr", "replace", f"{self.lab['client']['channel']['v6']}/128",
+                    "dev", self.channel_if, "nodad")
+            for fam in ("-4", "-6"):
                 self.sh("ip", fam, "route", "replace", "default", "dev", self.channel_if,
                         "table", str(self.lab["client"]["channel"]["table"]))
         elif name == "flood":

@@ -83,6 +83,34 @@ TEST(Reconciler, ContestedPieceBacksOffExponentiallyAndIsCapped) {
   EXPECT_EQ(r.status(Piece::nft_table).last_recovery, 8s);
 }
 
+// `ip rule flush` deletes rule by rule and deletes again what was put back meanwhile: one
+// episode, restored at once each time, not a fight; but an episode that never ends is.
+TEST(Reconciler, RemovalsRightAfterARestoreAreOneEpisode) {
+  ReconcilerOptions o;
+  o.episode_gap = 200ms;
+  o.episode_limit = 5;
+  o.contest_threshold = 3;
+  Reconciler r(o);
+  Timestamp now = at(0s);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(r.observe(Piece::ip_rules, false, now), Action::restore) << i;
+    r.restored(Piece::ip_rules, true, now + 1ms);
+    now = now + 2ms;
+  }
+  EXPECT_EQ(r.status(Piece::ip_rules).removals, 5u);
+  EXPECT_EQ(r.status(Piece::ip_rules).episodes, 1u);
+  EXPECT_EQ(r.status(Piece::ip_rules).contested, 0u);
+  // The sixth removal within the gap is past the episode's limit: a new episode.
+  ASSERT_EQ(r.observe(Piece::ip_rules, false, now), Action::restore);
+  r.restored(Piece::ip_rules, true, now + 1ms);
+  EXPECT_EQ(r.status(Piece::ip_rules).episodes, 2u);
+  // A third episode later (past the gap) within the window: contested.
+  now = now + 1s;
+  EXPECT_EQ(r.observe(Piece::ip_rules, false, now), Action::none);
+  EXPECT_EQ(r.status(Piece::ip_rules).state, PieceState::backing_off);
+  EXPECT_EQ(r.status(Piece::ip_rules).episodes, 3u);
+}
+
 TEST(Reconciler, RemovalsOutsideTheWindowDoNotContest) {
   ReconcilerOptions o;
   o.contest_threshold = 3;
