@@ -1,6 +1,7 @@
 """quicstepd in the lab, as the tests, the demo and the page-load harness start it: its
 config file, its control tool, waiting for it, and the bpffs its routed path pins on."""
 import atexit
+import json
 import os
 import subprocess
 import time
@@ -43,6 +44,26 @@ def write_config(path, interface, addressing=None, extra="", native_path=None):
         f.write(f'[daemon]\nchannel_interface = "{interface}"\n{line}'
                 f'metrics_listen = "127.0.0.1:9464"\n{extra}')
     return path
+
+
+def detach_guard(device):
+    """Detaches the routed path's guard from `device` as another tool would (`bpftool link
+    detach`): its tcx links, found by their pins under GUARD_PIN_DIR (the pins stay, the
+    links are defunct). A clsact guard is the caller's to delete (`tc filter del`). Returns
+    how many links were detached."""
+    detached = 0
+    for direction in ("egress", "ingress"):
+        pin = f"{GUARD_PIN_DIR}/link_{device}_{direction}"
+        shown = subprocess.run(["bpftool", "-j", "link", "show", "pinned", pin],
+                               capture_output=True, text=True)
+        try:
+            link_id = json.loads(shown.stdout)["id"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if subprocess.run(["bpftool", "link", "detach", "id", str(link_id)],
+                          capture_output=True).returncode == 0:
+            detached += 1
+    return detached
 
 
 def ctl(netns, sock, *args, check=True):

@@ -175,11 +175,28 @@ common::Outcome Channel::bring_up(const DaemonSettings& s) {
     return common::Failure("bad MTU `" + mtu + "' in " + s.wg_config);
   }
   net::run_process({"ip", "link", "set", s.channel_interface, "up"});
+  addresses_ = addresses;
+  routing_table_ = s.routing_table;
   for (const char* fam : {"-4", "-6"}) {
     net::run_process({"ip", fam, "route", "replace", "default", "dev", s.channel_interface, "table",
                  std::to_string(s.routing_table)});
   }
   return {};
+}
+
+common::Outcome Channel::restore_routes() {
+  if (!created_) return {};
+  for (const auto& a : addresses_) {
+    net::run_process({"ip", "address", "replace", a, "dev", interface_});  // kept if still there
+  }
+  std::string why;
+  for (const char* fam : {"-4", "-6"}) {
+    const std::vector<std::string> cmd{"ip", fam, "route", "replace", "default", "dev", interface_,
+                                       "table", std::to_string(routing_table_)};
+    if (auto r = net::run_process(cmd); !r.ok() && why.empty()) why = net::describe(cmd, r);
+  }
+  if (why.empty()) return {};
+  return common::Failure(why);
 }
 
 void Channel::detach() {

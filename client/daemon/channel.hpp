@@ -7,7 +7,9 @@
 // de-NATed replies, whose source routes natively) and restores it.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 #include <sys/types.h>
 
 #include "client/core/policy_config.hpp"
@@ -34,6 +36,14 @@ class Channel {
   common::Outcome reattach(kernel::RulesetSpec* spec);
   void detach();
 
+  // Self-healing: the interface went down and came back (wg-quick down/up): the kernel
+  // dropped its routes (and IPv6 addresses). Whether the daemon created it (then the routing
+  // table's default routes and the config's addresses are the daemon's), and their restore.
+  // Failure: the failing command.
+  bool owns_routes() const { return created_; }
+  std::uint32_t routing_table() const { return routing_table_; }
+  common::Outcome restore_routes();
+
   static void cleanup(const core::DaemonSettings& settings);
 
  private:
@@ -45,6 +55,8 @@ class Channel {
   bool created_ = false;
   pid_t wg_pid_ = -1;
   std::string rp_filter_saved_;
+  std::vector<std::string> addresses_;  // the config's Address entries (created only)
+  std::uint32_t routing_table_ = 0;
 };
 
 }  // namespace quicstep::client::daemon

@@ -8,25 +8,31 @@
 #include <utility>  // boost 1.74 asio/awaitable.hpp needs std::exchange
 
 #include <boost/asio.hpp>
+#include <linux/netfilter.h>  // after netinet/in.h (Asio): NFPROTO_*
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "client/core/classifier.hpp"
 #include "client/daemon/channel.hpp"
 #include "client/daemon/control_server.hpp"
+#include "client/daemon/healer.hpp"
 #include "client/daemon/native_path.hpp"
 #include "client/daemon/queue_path.hpp"
 #include "client/daemon/routed_path.hpp"
 #include "client/daemon/specs.hpp"
 #include "client/daemon/status.hpp"
+#include "client/kernel/kernel_probe.hpp"
 #include "client/kernel/kernel_rules.hpp"
 #include "client/kernel/link_watch.hpp"
 #include "client/kernel/nft_rules.hpp"
 #include "client/kernel/routing.hpp"
+#include "client/kernel/state_watch.hpp"
 #include "net/clock.hpp"
 
 namespace quicstep::client::daemon {
@@ -100,6 +106,20 @@ struct Daemon::Impl {
   // Why native_path = "auto" took the queue path although the config allowed the routed
   // one (it could not start); empty otherwise.
   std::string routed_unavailable;
+  // Self-healing (healer.hpp): the pieces of kernel state the daemon owns, checked when the
+  // kernel announces a change (StateWatch) and every heal_interval.
+  Healer healer;
+  kernel::KernelProbe probe;
+  kernel::StateWatch state_watch;
+  std::unique_ptr<asio::posix::stream_descriptor> state_route_fd, state_nft_fd;
+  asio::steady_timer heal_timer{io};
+  bool heal_posted = false;
+  static constexpr std::chrono::milliseconds heal_interval{500};
+  // The channel device's state: down (or gone) means channel packets fail closed.
+  bool channel_up = true;
+  std::uint64_t channel_downs = 0;
+  common::Timestamp channel_down_since;
+  std::string notified_status;
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
 
@@ -119,6 +139,12 @@ struct Daemon::Impl {
   void check_devices();
   void channel_changed(unsigned index);
   void keep_kernel_counters();
+  void setup_healing();
+  void arm_heal_timer();
+  void arm_state_watch(asio::posix::stream_descriptor& fd, bool nft);
+  void post_heal();
+  void heal_now();
+  void update_channel_link();
   void reload();
   nlohmann::json status();
   std::string control_request(const std::string& request);
@@ -144,6 +170,7 @@ common::Outcome Daemon::Impl::start() {
   for (std::size_t i = 0; i < watched.size(); ++i) watch_source(i);
   arm_expiry();
   watch_channel();
+  setup_healing();
   stop_signals.async_wait([this](const boost::system::error_code&, int sig) {
     spdlog::info("signal {}: stopping", sig);
     sd_notify(0, "STOPPING=1");
@@ -330,6 +357,175 @@ void Daemon::Impl::channel_changed(unsigned index) {
                config.daemon.channel_interface, index);
 }
 
+// The pieces the daemon owns, each with its check and the installer that put it there:
+// the nft table (and the queue rules), the policy-routing rules (and the routed path's flow
+// rules), the routes through the channel, and what the native path adds (the guard).
+void Daemon::Impl::setup_healing() {
+  if (auto opened = probe.open(); !opened) {
+    spdlog::error("self-healing off: {}", opened.error().message);
+    return;
+  }
+  OwnedPiece table;
+  table.piece = Piece::nft_table;
+  table.present = [this]() -> std::optional<bool> {
+    // The netdev chains are bound to the channel device: nothing to check while it is gone
+    // (channel_changed installs the table again when it returns).
+    if ((spec.routed || spec.stateless) && channel_ifindex == 0) return std::nullopt;
+    std::vector<std::pair<std::uint8_t, std::string>> tables;
+    if (spec.routed) {
+      tables = {{NFPROTO_NETDEV, spec.table}};
+    } else {
+      tables = {{NFPROTO_INET, spec.table}, {NFPROTO_IPV4, "raw"}, {NFPROTO_IPV6, "raw"}};
+      if (spec.stateless) tables.push_back({NFPROTO_NETDEV, spec.table});
+    }
+    for (const auto& [family, name] : tables) {
+      const std::optional<bool> there = probe.nft_table_exists(family, name);
+      if (!there || !*there) return there;
+    }
+    return true;
+  };
+  table.restore = [this]() -> common::Outcome {
+    // A table still there (another piece of it went) is replaced: keep its counters. A
+    // flushed one took them with it; reading them would only cost time.
+    const std::uint8_t family = spec.routed ? NFPROTO_NETDEV : NFPROTO_INET;
+    if (probe.nft_table_exists(family, spec.table) != false) keep_kernel_counters();
+    path->on_table_replaced();  // its sets start empty
+    return rules.install(spec);
+  };
+  table.fail_closed = [this] { path->table_missing_fail_closed(); };
+  table.resolved = [this] { path->table_back(); };
+  healer.add(std::move(table));
+
+  OwnedPiece ip_rules;
+  ip_rules.piece = Piece::ip_rules;
+  ip_rules.present = [this]() -> std::optional<bool> {
+    for (auto [family, flag] : {std::pair{common::IpFamily::v4, "-4"},
+                                std::pair{common::IpFamily::v6, "-6"}}) {
+      auto have = probe.rule_priorities(family);
+      if (!have) return std::nullopt;
+      for (const auto& [priority, count] : kernel::routing_rule_priorities(routing.spec(), flag)) {
+        auto it = have->find(priority);
+        if (it == have->end() || it->second < count) return false;
+      }
+    }
+    return true;
+  };
+  ip_rules.restore = [this]() -> common::Outcome {
+    common::Outcome done = routing.restore_rules();
+    path->on_rules_restored();
+    return done;
+  };
+  healer.add(std::move(ip_rules));
+
+  std::vector<ChannelRoute> routes = path->channel_routes();
+  if (channel.owns_routes()) {
+    for (auto family : {common::IpFamily::v4, common::IpFamily::v6}) {
+      if (probe.has_default_route(family, channel.routing_table(), channel_ifindex) == true) {
+        routes.push_back({family, channel.routing_table()});
+      }
+    }
+  }
+  if (!routes.empty()) {
+    OwnedPiece channel_routes;
+    channel_routes.piece = Piece::channel_routes;
+    channel_routes.present = [this, routes]() -> std::optional<bool> {
+      if (channel_ifindex == 0 || !channel_up) return std::nullopt;  // none can exist
+      for (const auto& r : routes) {
+        const std::optional<bool> there = probe.has_default_route(r.family, r.table,
+                                                                  channel_ifindex);
+        if (!there || !*there) return there;
+      }
+      return true;
+    };
+    channel_routes.restore = [this]() -> common::Outcome {
+      common::Outcome ours = channel.restore_routes();
+      common::Outcome paths = path->restore_channel_routes();
+      return !ours ? ours : paths;
+    };
+    healer.add(std::move(channel_routes));
+  }
+  for (auto& piece : path->owned_pieces()) healer.add(std::move(piece));
+
+  if (auto opened = state_watch.open(); opened) {
+    state_route_fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(state_watch.route_fd()));
+    state_nft_fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(state_watch.nft_fd()));
+    arm_state_watch(*state_route_fd, false);
+    arm_state_watch(*state_nft_fd, true);
+  } else {
+    spdlog::warn("self-healing: no kernel announcements ({}); checking every {} ms only",
+                 opened.error().message, heal_interval.count());
+  }
+  arm_heal_timer();
+}
+
+void Daemon::Impl::arm_heal_timer() {
+  common::Duration wait = heal_interval;
+  const common::Timestamp next = healer.next_expiry();
+  if (next != common::Timestamp::never()) {
+    wait = std::clamp(next - net::monotonic_now(), common::Duration::zero(), wait);
+  }
+  heal_timer.expires_after(wait);
+  heal_timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;  // re-armed or stopped
+    heal_now();
+  });
+}
+
+void Daemon::Impl::arm_state_watch(asio::posix::stream_descriptor& fd, bool nft) {
+  fd.async_wait(asio::posix::stream_descriptor::wait_read,
+                [this, &fd, nft](const boost::system::error_code& ec) {
+                  if (ec) return;
+                  if (nft ? state_watch.drain_nft() : state_watch.drain_route()) post_heal();
+                  arm_state_watch(fd, nft);
+                });
+}
+
+// A burst of announcements (a flush deletes many rules) makes one check.
+void Daemon::Impl::post_heal() {
+  if (heal_posted) return;
+  heal_posted = true;
+  asio::post(io, [this] {
+    heal_posted = false;
+    heal_now();
+  });
+}
+
+void Daemon::Impl::heal_now() {
+  check_devices();  // a re-created channel, a new device to guard
+  update_channel_link();
+  healer.check();
+  drain_events();  // flow rules restored or dropped may have changed the classifier's view
+  std::string text = "deciding";
+  if (!channel_up) {
+    text = "channel " + config.daemon.channel_interface + " down: failed closed";
+  } else if (!healer.healthy()) {
+    text = "kernel state missing, failed closed (quicstepctl status: healing)";
+  }
+  if (text != notified_status) {
+    notified_status = text;
+    sd_notify(0, ("STATUS=" + text).c_str());
+  }
+  arm_heal_timer();
+}
+
+// Whether the channel device is up. While it is down (or gone) channel packets find no route
+// and meet `unreachable`: nothing goes native that must not, and nothing works.
+void Daemon::Impl::update_channel_link() {
+  const bool up = channel_ifindex != 0 && kernel::link_is_up(config.daemon.channel_interface);
+  if (up == channel_up) return;
+  channel_up = up;
+  if (!up) {
+    ++channel_downs;
+    channel_down_since = net::monotonic_now();
+    spdlog::warn("channel interface {} is down: DNS, TCP and QUIC handshakes fail closed until "
+                 "it is up again", config.daemon.channel_interface);
+  } else {
+    spdlog::warn("channel interface {} is up again after {:.1f} s",
+                 config.daemon.channel_interface,
+                 std::chrono::duration<double>(net::monotonic_now() - channel_down_since).count());
+  }
+}
+
 void Daemon::Impl::reload() {
   ++reloads;
   hup.async_wait([this](const boost::system::error_code& ec, int) {
@@ -410,6 +606,12 @@ nlohmann::json Daemon::Impl::status() {
   nlohmann::json j = status_json(s);
   j["native_path"] = path->name();
   if (!routed_unavailable.empty()) j["routed_unavailable"] = routed_unavailable;
+  j["channel"]["up"] = channel_up;
+  j["channel"]["downs"] = channel_downs;
+  j["channel"]["down_for_s"] =
+      channel_up ? 0.0
+                 : std::chrono::duration<double>(net::monotonic_now() - channel_down_since).count();
+  j["healing"] = healer.status_json();
   path->add_status_json(j);
   return j;
 }

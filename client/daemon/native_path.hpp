@@ -24,11 +24,13 @@
 
 #include "client/core/classifier.hpp"
 #include "client/core/policy_config.hpp"
+#include "client/daemon/healer.hpp"
 #include "client/daemon/status.hpp"
 #include "client/kernel/kernel_rules.hpp"
 #include "client/kernel/nft_rules.hpp"
 #include "client/kernel/routing.hpp"
 #include "common/error.hpp"
+#include "common/ip_packet.hpp"
 #include "common/timestamp.hpp"
 
 namespace quicstep::client::daemon {
@@ -51,6 +53,13 @@ struct NativePathContext {
 struct EventSource {
   int fd = -1;  // owned by the path; the daemon waits on a dup of it
   std::function<void()> on_readable;
+};
+
+// A default route through the channel device in a routing table (self-healing: the kernel
+// removes it when the device goes down).
+struct ChannelRoute {
+  common::IpFamily family = common::IpFamily::v4;
+  std::uint32_t table = 0;
 };
 
 class NativePath {
@@ -92,6 +101,22 @@ class NativePath {
   // Whether reloading from `now` to `next` routing needs a restart of this path.
   virtual bool reload_needs_restart(const kernel::RoutingSpec& now,
                                     const kernel::RoutingSpec& next) const = 0;
+
+  // Self-healing (healer.hpp). The daemon put back the routing rules another tool removed;
+  // the path adds again its own rules that went with them (routed: the flow rules).
+  virtual void on_rules_restored() = 0;
+  // The routes through the channel that the path installed, and their restore (after the
+  // channel device went down and came back). Failure: the failing command.
+  virtual std::vector<ChannelRoute> channel_routes() const = 0;
+  virtual common::Outcome restore_channel_routes() = 0;
+  // The pieces of kernel state the path owns beyond the shared table, rules and channel
+  // routes (routed: the guard on every native device).
+  virtual std::vector<OwnedPiece> owned_pieces() = 0;
+  // While the nft table is missing and not restored (another tool keeps removing it, or the
+  // restore fails): what keeps the path failed closed, and its undoing once the table is
+  // back. (routed: nothing needed, the rules and the guard do not depend on it.)
+  virtual void table_missing_fail_closed() = 0;
+  virtual void table_back() = 0;
 
   // What the path adds to the status: counters and queue figures in the snapshot (before
   // status_json), and its own section of the JSON (after).

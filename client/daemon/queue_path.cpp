@@ -2,10 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
+#include "client/kernel/fib_rule_writer.hpp"
 #include "common/ip_packet.hpp"
 #include "net/clock.hpp"
+#include "net/process.hpp"
 
 namespace quicstep::client::daemon {
 
@@ -150,6 +154,49 @@ void QueuePath::on_classifier_reset() {
     element_ops_.push_back({false, FlowSet::watch_port, f, {}});
   }
   recent_native_.clear();
+}
+
+void QueuePath::table_missing_fail_closed() {
+  if (locked_down_) return;
+  kernel::RoutingSpec lock = ctx_.routing_spec;
+  lock.routed = true;
+  lock.source_v4.clear();  // no route in the routed table: its lookups fall to `unreachable`
+  lock.source_v6.clear();
+  lock.exempt_v4 = ctx_.spec.exempt_v4;  // the channel's own packets still leave
+  lock.exempt_v6 = ctx_.spec.exempt_v6;
+  kernel::FibRuleWriter writer;
+  const bool netlink = static_cast<bool>(writer.open());
+  for (const auto& cmd : kernel::routed_routing_commands(lock)) {
+    if (cmd.size() <= 2 || cmd[2] != "rule") continue;
+    if (auto rule = kernel::parse_rule_command(cmd); rule && netlink) {
+      if (const int err = writer.add(*rule); err != 0 && err != EEXIST) {
+        spdlog::error("fail closed: {}: {}", net::describe(cmd, {}), std::strerror(err));
+      }
+      continue;
+    }
+    if (auto r = net::run_process(cmd); !r.ok() && r.output.find("File exists") == std::string::npos) {
+      spdlog::error("fail closed: {}", net::describe(cmd, r));
+    }
+  }
+  locked_down_ = true;
+  spdlog::warn("queue path without its nft table: DNS, TCP and QUIC are unreachable until it "
+               "is back (fail closed)");
+}
+
+void QueuePath::table_back() {
+  if (!locked_down_) return;
+  kernel::FibRuleWriter writer;
+  if (writer.open()) {
+    const kernel::RoutingSpec& r = ctx_.routing_spec;
+    for (auto family : {common::IpFamily::v4, common::IpFamily::v6}) {
+      for (std::uint32_t p = r.flow_priority() + 1; p < r.flow_priority() + r.kRoutedPriorities;
+           ++p) {
+        writer.remove_all_at(family, p);
+      }
+    }
+  }
+  locked_down_ = false;
+  spdlog::info("queue path: nft table back, fail-closed rules removed");
 }
 
 void QueuePath::add_status(StatusSnapshot& s) const {

@@ -50,6 +50,16 @@ class QueuePath final : public NativePath {
     return false;
   }
 
+  void on_rules_restored() override {}
+  std::vector<ChannelRoute> channel_routes() const override { return {}; }
+  common::Outcome restore_channel_routes() override { return {}; }
+  std::vector<OwnedPiece> owned_pieces() override { return {}; }
+  // Without the table nothing is marked and every packet would take the main table: the
+  // routed path's catch-all rules (DNS, TCP, QUIC to a table without routes, then
+  // `unreachable`), behind the channel's mark rules, until the table is back.
+  void table_missing_fail_closed() override;
+  void table_back() override;
+
   void add_status(StatusSnapshot& snapshot) const override;
   void add_status_json(nlohmann::json&) const override {}
 
@@ -73,6 +83,7 @@ class QueuePath final : public NativePath {
   // Stateless addressing has no after-queue chain to count the daemon's native verdicts:
   // counted here and added to the kernel's native_out.
   kernel::KernelCounter native_verdicts_;
+  bool locked_down_ = false;  // table_missing_fail_closed() in force
 };
 
 }  // namespace quicstep::client::daemon

@@ -330,11 +330,67 @@ void RoutedPath::observe(const kernel::ObservedPacket& p) {
 }
 
 void RoutedPath::on_channel_recreated() {
+  if (auto done = restore_channel_routes(); !done) spdlog::error("{}", done.error().message);
+}
+
+std::vector<ChannelRoute> RoutedPath::channel_routes() const {
+  std::vector<ChannelRoute> out;
+  const kernel::RoutingSpec& r = ctx_.routing_spec;
+  if (!r.source_v4.empty()) out.push_back({common::IpFamily::v4, r.routed_table});
+  if (!r.source_v6.empty()) out.push_back({common::IpFamily::v6, r.routed_table});
+  return out;
+}
+
+common::Outcome RoutedPath::restore_channel_routes() {
+  std::string why;
   for (const auto& cmd : kernel::routed_routing_commands(ctx_.routing_spec)) {
-    if (cmd.size() > 2 && cmd[2] == "route") {
-      if (auto r = net::run_process(cmd); !r.ok()) spdlog::error("{}", net::describe(cmd, r));
+    if (cmd.size() <= 2 || cmd[2] != "route") continue;
+    if (auto r = net::run_process(cmd); !r.ok() && why.empty()) why = net::describe(cmd, r);
+  }
+  if (why.empty()) return {};
+  return common::Failure(why);
+}
+
+void RoutedPath::on_rules_restored() {
+  for (auto& [key, f] : flows_) {
+    if (!f.rule) continue;
+    const int err = writer_.add(flow_rule(key, options_.flow_priority, kMainTable));
+    if (err == 0) {
+      ++stats_.rules_restored;
+    } else if (err != EEXIST) {
+      ++stats_.rule_failures;
+      spdlog::warn("flow rule for {}:{} -> {}:{} not restored: {} (the flow takes the channel)",
+                   key.client.to_string(), key.client_port, key.server.to_string(),
+                   key.server_port, std::strerror(err));
     }
   }
+}
+
+std::vector<OwnedPiece> RoutedPath::owned_pieces() {
+  OwnedPiece guard;
+  guard.piece = Piece::native_guard;
+  guard.present = [this]() -> std::optional<bool> {
+    if (!guard_) return std::nullopt;
+    for (const auto& dev : guarded_) {
+      if (!guard_->attached(dev)) return false;
+    }
+    return true;
+  };
+  guard.restore = [this]() -> common::Outcome {
+    std::string why;
+    for (const auto& dev : guarded_) {
+      if (guard_->attached(dev)) continue;
+      if (auto w = guard_->attach(dev); !w) {
+        ++stats_.guard_failures;
+        if (why.empty()) why = "native guard on " + dev + ": " + w.error().message;
+        continue;
+      }
+      ++stats_.guard_restored;
+    }
+    if (why.empty()) return {};
+    return common::Failure(why);
+  };
+  return {guard};
 }
 
 bool RoutedPath::reload_needs_restart(const kernel::RoutingSpec& now,
@@ -365,6 +421,8 @@ void RoutedPath::add_status_json(nlohmann::json& j) const {
                  {"sockets_closed", r.sockets_closed},
                  {"devices_guarded", r.devices_guarded},
                  {"guard_failures", r.guard_failures},
+                 {"guard_restored", r.guard_restored},
+                 {"rules_restored", r.rules_restored},
                  {"observed_packets", observer_.stats().packets},
                  {"observed_lost", observer_.stats().enobufs},
                  {"guard_drops", {{"long_header", g[NG_DROP_LONG].packets},

@@ -53,6 +53,8 @@ struct RoutedPathStats {
   std::uint64_t sockets_closed = 0;  // flows ended because their socket closed
   std::uint64_t devices_guarded = 0;
   std::uint64_t guard_failures = 0;  // a device the guard could not attach to
+  std::uint64_t guard_restored = 0;  // re-attached after another tool detached it
+  std::uint64_t rules_restored = 0;  // flow rules added again after a flush
 };
 
 class RoutedPath final : public NativePath {
@@ -87,6 +89,17 @@ class RoutedPath final : public NativePath {
   // The routed channel table's route went with the old device: the same route again.
   void on_channel_recreated() override;
   void on_classifier_reset() override {}
+  // The flow rules again (EEXIST: still there).
+  void on_rules_restored() override;
+  // The routed table's default route per family with a native source address.
+  std::vector<ChannelRoute> channel_routes() const override;
+  common::Outcome restore_channel_routes() override;
+  // The guard: attached on every device it was attached to (still there), or attached again.
+  std::vector<OwnedPiece> owned_pieces() override;
+  // The rules send DNS, TCP and QUIC to the channel or `unreachable` with or without the
+  // table (channel packets then keep the native source and the provider drops them).
+  void table_missing_fail_closed() override {}
+  void table_back() override {}
   // Its ports, DNS/TCP policy, native prefixes and table are in the routing rules.
   bool reload_needs_restart(const kernel::RoutingSpec& now,
                             const kernel::RoutingSpec& next) const override;

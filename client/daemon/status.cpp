@@ -143,6 +143,41 @@ std::string metrics_text(const nlohmann::json& s) {
          {{"", s["native_switch"]["switch_waits"]}});
   metric("quicstep_native_switch_wait_seconds_total", "counter", "The sum of those waits",
          {{"", s["native_switch"]["wait_ms_total"].get<double>() / 1000.0}});
+  if (s.contains("healing") && s["healing"].contains("pieces")) {
+    // Self-healing: per piece of kernel state the daemon owns (healer.hpp).
+    const auto& pieces = s["healing"]["pieces"];
+    auto per_piece = [&](const char* name, const char* type, const char* help, const char* key) {
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+      for (const auto& [piece, v] : pieces.items()) {
+        const std::string k = key;
+        const nlohmann::json value =
+            k == "ok"                 ? nlohmann::json(v["state"] == "ok" ? 1 : 0)
+            : k == "last_recovery_ms" ? nlohmann::json(v[key].get<double>() / 1000.0)
+                                      : v[key];
+        out += std::string(name) + "{piece=\"" + piece + "\"} " + value.dump() + "\n";
+      }
+    };
+    per_piece("quicstep_heal_piece_ok", "gauge",
+              "1 while the piece of kernel state is in place, 0 while missing (failed closed)",
+              "ok");
+    per_piece("quicstep_heal_removals_total", "counter",
+              "Times the piece was found removed or changed by another tool", "removals");
+    per_piece("quicstep_heal_restores_total", "counter", "Times the daemon restored the piece",
+              "restores");
+    per_piece("quicstep_heal_failures_total", "counter", "Restores of the piece that failed",
+              "failures");
+    per_piece("quicstep_heal_contested_total", "counter",
+              "Restores deferred by the back-off (another tool keeps removing the piece)",
+              "contested");
+    per_piece("quicstep_heal_last_recovery_seconds", "gauge",
+              "From the piece found missing to restored, the last time", "last_recovery_ms");
+  }
+  if (s.contains("channel") && s["channel"].contains("up")) {
+    metric("quicstep_channel_up", "gauge", "1 while the channel device is up",
+           {{"", s["channel"]["up"].get<bool>() ? 1 : 0}});
+    metric("quicstep_channel_downs_total", "counter", "Times the channel device went down",
+           {{"", s["channel"]["downs"]}});
+  }
   const auto& q = s["queues"];
   metric("quicstep_queue_packets_total", "counter", "Packets queued to the daemon",
          {{"{queue=\"outbound\"}", q["outbound"]["packets"]},

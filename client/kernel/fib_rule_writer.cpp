@@ -6,7 +6,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
+
+#include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <vector>
 
@@ -25,6 +29,90 @@ FibRule flow_rule(const common::FlowKey& flow, std::uint32_t priority, std::uint
   r.has_dst = true;
   r.dst = flow.server;
   r.dst_len = flow.server.family == common::IpFamily::v4 ? 32 : 128;
+  return r;
+}
+
+namespace {
+
+bool parse_u32(const std::string& text, std::uint32_t* out, int base = 10) {
+  if (text.empty()) return false;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (base == 16 && text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    first += 2;
+  }
+  auto [end, err] = std::from_chars(first, last, *out, base);
+  return err == std::errc() && end == last;
+}
+
+}  // namespace
+
+std::optional<FibRule> parse_rule_command(const std::vector<std::string>& args) {
+  if (args.size() < 6 || args[0] != "ip" || args[2] != "rule" || args[3] != "add") {
+    return std::nullopt;
+  }
+  FibRule r;
+  if (args[1] == "-4") {
+    r.family = common::IpFamily::v4;
+  } else if (args[1] == "-6") {
+    r.family = common::IpFamily::v6;
+  } else {
+    return std::nullopt;
+  }
+  bool action = false;
+  for (std::size_t i = 4; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "unreachable") {
+      r.unreachable = true;
+      action = true;
+      continue;
+    }
+    if (i + 1 >= args.size()) return std::nullopt;
+    const std::string& value = args[++i];
+    std::uint32_t n = 0;
+    if (word == "priority") {
+      if (!parse_u32(value, &r.priority)) return std::nullopt;
+    } else if (word == "lookup") {
+      action = true;
+      if (value == "main") {
+        r.table = 254;
+      } else if (!parse_u32(value, &r.table)) {
+        return std::nullopt;
+      }
+    } else if (word == "ipproto") {
+      if (value != "udp" && value != "tcp") return std::nullopt;
+      r.ip_proto = value == "udp" ? 17 : 6;
+    } else if (word == "dport") {
+      if (!parse_u32(value, &n) || n == 0 || n > 65535) return std::nullopt;
+      r.dport = static_cast<std::uint16_t>(n);
+    } else if (word == "fwmark") {
+      const auto slash = value.find('/');
+      if (slash == std::string::npos || !parse_u32(value.substr(0, slash), &r.fwmark, 16) ||
+          !parse_u32(value.substr(slash + 1), &r.fwmask, 16) || r.fwmask == 0) {
+        return std::nullopt;
+      }
+    } else if (word == "to") {
+      const auto slash = value.find('/');
+      const std::string addr = value.substr(0, slash);
+      const bool v4 = r.family == common::IpFamily::v4;
+      std::uint8_t bytes[16];
+      if (inet_pton(v4 ? AF_INET : AF_INET6, addr.c_str(), bytes) != 1) return std::nullopt;
+      std::array<std::uint8_t, 4> a4{};
+      std::array<std::uint8_t, 16> a6{};
+      std::memcpy(v4 ? a4.data() : a6.data(), bytes, v4 ? 4 : 16);
+      r.dst = v4 ? common::IpAddress::v4(a4) : common::IpAddress::v6(a6);
+      const std::uint32_t max = v4 ? 32 : 128;
+      n = max;
+      if (slash != std::string::npos && (!parse_u32(value.substr(slash + 1), &n) || n > max)) {
+        return std::nullopt;
+      }
+      r.has_dst = true;
+      r.dst_len = static_cast<std::uint8_t>(n);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!action || r.priority == 0) return std::nullopt;
   return r;
 }
 
@@ -62,6 +150,10 @@ int FibRuleWriter::request(std::uint16_t type, std::uint16_t flags, const FibRul
   if (rule.has_dst) {
     hdr->dst_len = rule.dst_len;
     mnl_attr_put(nlh, FRA_DST, v4 ? 4 : 16, rule.dst.bytes.data());
+  }
+  if (rule.fwmask != 0) {
+    mnl_attr_put_u32(nlh, FRA_FWMARK, rule.fwmark);
+    mnl_attr_put_u32(nlh, FRA_FWMASK, rule.fwmask);
   }
   if (rule.ip_proto != 0) mnl_attr_put_u8(nlh, FRA_IP_PROTO, rule.ip_proto);
   if (rule.sport != 0) {

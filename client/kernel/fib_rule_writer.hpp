@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/flow_key.hpp"
@@ -29,7 +31,15 @@ struct FibRule {
   bool has_dst = false;       // `to dst/dst_len`
   common::IpAddress dst;
   std::uint8_t dst_len = 0;
+  std::uint32_t fwmark = 0;   // `fwmark fwmark/fwmask` when fwmask is not 0
+  std::uint32_t fwmask = 0;
 };
+
+// The rule that an `ip -4|-6 rule add ...` argument list of routing.hpp's adds (the words
+// those lists use: fwmark M/MASK, to ADDR[/LEN], ipproto udp|tcp, dport N, lookup main|N,
+// unreachable, priority N), so that it can be written over netlink. nullopt: another word
+// or a value that does not parse.
+std::optional<FibRule> parse_rule_command(const std::vector<std::string>& args);
 
 // The rule of one flow (outbound orientation: client = this host) at `priority`, looking
 // up `table`: its server address, protocol and both ports.

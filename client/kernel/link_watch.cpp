@@ -3,14 +3,28 @@
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "net/netlink_socket.hpp"
 
 namespace quicstep::client::kernel {
+
+bool link_is_up(const std::string& name) {
+  ifreq ifr{};
+  std::snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", name.c_str());
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool up = ::ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) != 0;
+  ::close(fd);
+  return up;
+}
 
 LinkWatch::~LinkWatch() {
   if (socket_ != nullptr) mnl_socket_close(socket_);

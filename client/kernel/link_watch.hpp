@@ -13,6 +13,9 @@ struct mnl_socket;
 
 namespace quicstep::client::kernel {
 
+// Whether device `name` exists and is administratively up (IFF_UP).
+bool link_is_up(const std::string& name);
+
 class LinkWatch {
  public:
   LinkWatch() = default;

@@ -12,6 +12,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -222,6 +223,41 @@ common::Outcome NativeGuard::attach(const std::string& device) {
     attachment_ = GuardAttachment::clsact;
   }
   return {};
+}
+
+bool NativeGuard::attached(const std::string& device) const {
+  const int ifindex = static_cast<int>(if_nametoindex(device.c_str()));
+  if (ifindex == 0) return true;
+  std::vector<std::uint32_t> ours;
+  for (const bpf_program* p :
+       {skel_->progs.ng_egress_eth, skel_->progs.ng_egress_l3, skel_->progs.ng_egress,
+        skel_->progs.ng_ingress_eth, skel_->progs.ng_ingress_l3, skel_->progs.ng_ingress}) {
+    bpf_prog_info info{};
+    std::uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) ours.push_back(info.id);
+  }
+  auto is_ours = [&](std::uint32_t id) {
+    return std::find(ours.begin(), ours.end(), id) != ours.end();
+  };
+  for (bool egress : {true, false}) {
+    bool found = false;
+    if (attachment_ == GuardAttachment::tcx) {
+      std::array<std::uint32_t, 64> ids{};
+      std::uint32_t count = ids.size();
+      if (bpf_prog_query(ifindex, static_cast<bpf_attach_type>(egress ? kTcxEgress : kTcxIngress),
+                         0, nullptr, ids.data(), &count) == 0) {
+        for (std::uint32_t i = 0; i < count && i < ids.size(); ++i) found |= is_ours(ids[i]);
+      }
+    } else {
+      auto hook = clsact_hook(ifindex, egress);
+      auto opts = clsact_opts(0);
+      const auto previous_print = libbpf_set_print(nullptr);  // absent: expected, quietly
+      found = bpf_tc_query(&hook, &opts) == 0 && is_ours(opts.prog_id);
+      libbpf_set_print(previous_print);
+    }
+    if (!found) return false;
+  }
+  return true;
 }
 
 GuardCounters NativeGuard::counters() const {

@@ -63,6 +63,10 @@ class NativeGuard {
   // earlier attachment of ours. Failures: no such device; the link, pin, hook or filter the
   // kernel refused.
   common::Outcome attach(const std::string& device);
+  // Whether both programs of this guard are still attached to `device` (true when the
+  // device is gone: nothing to guard). Another tool may have detached them (`bpftool link
+  // detach`, `tc filter del`): attach() again puts them back.
+  bool attached(const std::string& device) const;
   GuardAttachment attachment() const { return attachment_; }
   GuardPath path() const { return path_; }
 

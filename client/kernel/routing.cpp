@@ -2,7 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
 
 #include "client/kernel/fib_rule_writer.hpp"
 #include "net/process.hpp"
@@ -113,6 +117,18 @@ std::string native_source_address(const char* family) {
   return {};
 }
 
+std::vector<std::pair<std::uint32_t, int>> routing_rule_priorities(const RoutingSpec& s,
+                                                                   const char* family) {
+  std::map<std::uint32_t, int> count;
+  for (const auto& cmd : s.routed ? routed_routing_commands(s) : routing_commands(s)) {
+    if (cmd.size() < 4 || cmd[1] != family || cmd[2] != "rule") continue;
+    for (std::size_t i = 3; i + 1 < cmd.size(); ++i) {
+      if (cmd[i] == "priority") ++count[static_cast<std::uint32_t>(std::stoul(cmd[i + 1]))];
+    }
+  }
+  return {count.begin(), count.end()};
+}
+
 int remove_routing(const RoutingSpec& s) {
   int removed = 0;
   const std::uint32_t count = 2 * static_cast<std::uint32_t>(s.channel_marks.size());
@@ -156,6 +172,31 @@ common::Outcome InstalledRouting::install(const RoutingSpec& spec) {
     }
   }
   return {};
+}
+
+common::Outcome InstalledRouting::restore_rules() {
+  if (!installed_) return {};
+  // Over netlink: the missing rules are back microseconds after the check (a forked `ip`
+  // per rule would take milliseconds each, a window in which the queue path's marked packets
+  // would take the main table).
+  FibRuleWriter writer;
+  const bool netlink = static_cast<bool>(writer.open());
+  std::string why;
+  for (const auto& cmd : spec_.routed ? routed_routing_commands(spec_) : routing_commands(spec_)) {
+    if (cmd.size() < 3 || cmd[2] != "rule") continue;
+    if (auto rule = parse_rule_command(cmd); rule && netlink) {
+      // EEXIST: still there (the add is an exclusive create).
+      if (const int err = writer.add(*rule); err != 0 && err != EEXIST && why.empty()) {
+        why = net::describe(cmd, {-1, std::strerror(err)});
+      }
+      continue;
+    }
+    auto r = net::run_process(cmd);
+    if (r.ok() || r.output.find("File exists") != std::string::npos) continue;
+    if (why.empty()) why = net::describe(cmd, r);
+  }
+  if (why.empty()) return {};
+  return common::Failure(why);
 }
 
 void InstalledRouting::remove() {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -54,6 +55,11 @@ std::string native_source_address(const char* family);
 // The `ip rule` argument lists that install_routing runs, per family ("-4", "-6").
 std::vector<std::vector<std::string>> routing_commands(const RoutingSpec& spec);
 
+// The priorities that install_routing's rules of `family` ("-4", "-6") take, each with the
+// number of rules there: what a check of the kernel's rules compares against.
+std::vector<std::pair<std::uint32_t, int>> routing_rule_priorities(const RoutingSpec& spec,
+                                                                   const char* family);
+
 // Removes every rule at the priorities the spec uses (a crash may have left them, maybe
 // twice). Never fails: rules that are absent are skipped. Returns how many were removed.
 int remove_routing(const RoutingSpec& spec);
@@ -70,7 +76,14 @@ class InstalledRouting {
 
   // Failure: the failing command and its output.
   common::Outcome install(const RoutingSpec& spec);
+  // Adds again the rules of the installed spec that are missing (another tool removed them),
+  // leaving those still there in place: never a moment with fewer rules than before. Routes
+  // are not touched. Failure: the first failing command and its output (the others are
+  // still tried).
+  common::Outcome restore_rules();
   void remove();
+  bool installed() const { return installed_; }
+  const RoutingSpec& spec() const { return spec_; }
 
  private:
   RoutingSpec spec_;

@@ -257,11 +257,7 @@ class Soak:
             self.record_fault(name, self.native_if)
             self.sh("tc", "filter", "del", "dev", self.native_if, "egress")
             self.sh("tc", "filter", "del", "dev", self.native_if, "ingress")
-            for link in json.loads(subprocess.run(["bpftool", "-j", "link", "show"],
-                                                  capture_output=True, text=True).stdout or "[]"):
-                if link.get("type") == "tcx" and "native_guard" in str(link.get("prog_name", "")):
-                    subprocess.run(["bpftool", "link", "detach", "id", str(link["id"])],
-                                   capture_output=True)
+            quicstepd.detach_guard(self.native_if)  # its tcx links, by their pins
         elif name == "address":
             old4, old6 = self.current_native()
             new4 = self.spare4() if old4 != self.spare4() else self.native4[0]
@@ -290,7 +286,12 @@ class Soak:
             self.sh("ip", "link", "set", self.channel_if, "down")
             time.sleep(2)
             self.sh("ip", "link", "set", self.channel_if, "up")
-            for fam in ("-4", "-6"):  # the lab's default routes in the channel table
+            # What `wg-quick up` puts back, the lab's: the IPv6 address (the kernel drops it
+            # with the link; a daemon started later reads its tunnel addresses from the
+            # device) and the default routes in the channel table.
+            self.sh("ip", "-6", "addr", "replace", f"{self.lab['client']['channel']['v6']}/128",
+                    "dev", self.channel_if, "nodad")
+            for fam in ("-4", "-6"):
                 self.sh("ip", fam, "route", "replace", "default", "dev", self.channel_if,
                         "table", str(self.lab["client"]["channel"]["table"]))
         elif name == "flood":

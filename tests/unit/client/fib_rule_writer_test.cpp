@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "client/kernel/routing.hpp"
 #include "net/process.hpp"
 #include "unit/client/private_netns.hpp"
 
@@ -94,6 +97,113 @@ TEST(FibRuleWriter, UnreachableAndRemoveAllAtAPriority) {
               if (left.find("10100:") != std::string::npos) return "left: " + left;
               if (left.find("10150:") == std::string::npos) return "took the other rule: " + left;
               if (w.remove_all_at(common::IpFamily::v4, 10150) != 1) return std::string("no 10150");
+              return std::string();
+            }),
+            "");
+}
+
+// Every rule command routing.hpp generates reads back into a FibRule (restore_rules writes
+// them over netlink); other words and bad values are refused.
+TEST(ParseRuleCommand, EveryGeneratedRuleParses) {
+  RoutingSpec queue;
+  queue.channel_marks = {0x51, 0x53};
+  RoutingSpec routed;
+  routed.routed = true;
+  routed.channel_interface = "qs-wg0";
+  routed.source_v4 = "198.18.0.2";
+  routed.exempt_v4 = {"198.18.5.1"};
+  routed.exempt_v6 = {"2001:db8:5::1"};
+  routed.native_v4 = {"192.168.0.0/16"};
+  routed.native_v6 = {"fd00::/8"};
+  routed.quic_ports = {443, 8443};
+  int rules = 0;
+  for (const auto& cmds : {routing_commands(queue), routed_routing_commands(routed)}) {
+    for (const auto& cmd : cmds) {
+      if (cmd[2] != "rule") continue;
+      ++rules;
+      EXPECT_TRUE(parse_rule_command(cmd).has_value()) << net::describe(cmd, {});
+    }
+  }
+  EXPECT_EQ(rules, 8 + 2 * (1 + 4 + 1 + 2 + 4));
+  auto r = parse_rule_command({"ip", "-4", "rule", "add", "fwmark", "0x53/0xff", "lookup",
+                               "51820", "priority", "10102"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->fwmark, 0x53u);
+  EXPECT_EQ(r->fwmask, 0xffu);
+  EXPECT_EQ(r->table, 51820u);
+  EXPECT_EQ(r->priority, 10102u);
+  r = parse_rule_command({"ip", "-6", "rule", "add", "to", "fd00::/8", "lookup", "main",
+                          "priority", "10126"});
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->has_dst);
+  EXPECT_EQ(r->dst_len, 8);
+  EXPECT_EQ(r->table, 254u);
+  r = parse_rule_command({"ip", "-4", "rule", "add", "ipproto", "udp", "dport", "53",
+                          "unreachable", "priority", "10123"});
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->unreachable);
+  EXPECT_EQ(r->ip_proto, 17);
+  EXPECT_EQ(r->dport, 53);
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"ip", "-4", "rule", "add", "lookup", "main"},                         // no priority
+           {"ip", "-4", "rule", "add", "priority", "5"},                          // no action
+           {"ip", "-4", "rule", "add", "iif", "lo", "lookup", "main", "priority", "5"},
+           {"ip", "-4", "rule", "add", "dport", "70000", "unreachable", "priority", "5"},
+           {"ip", "-4", "rule", "add", "to", "2001:db8::1", "unreachable", "priority", "5"},
+           {"ip", "-4", "rule", "add", "to", "10.0.0.0/33", "unreachable", "priority", "5"},
+           {"ip", "-4", "rule", "add", "fwmark", "0x51", "unreachable", "priority", "5"},
+           {"ip", "-4", "rule", "add", "priority", "5x", "unreachable"},
+           {"ip", "-4", "route", "add", "default", "dev", "x"}}) {
+    EXPECT_FALSE(parse_rule_command(bad).has_value()) << net::describe(bad, {});
+  }
+}
+
+// Rules written over netlink from the commands read back as `ip` wrote them.
+TEST(ParseRuleCommand, NetlinkRulesEqualTheCommands) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
+  EXPECT_EQ(in_private_netns([] {
+              RoutingSpec queue;
+              queue.channel_marks = {0x51, 0x53};
+              RoutingSpec routed;
+              routed.routed = true;
+              routed.exempt_v4 = {"198.18.5.1"};
+              routed.exempt_v6 = {"2001:db8:5::1"};
+              routed.native_v4 = {"192.168.0.0/16"};
+              routed.native_v6 = {"fd00::/8"};
+              for (const auto& cmds : {routing_commands(queue), routed_routing_commands(routed)}) {
+                for (const auto& cmd : cmds) {
+                  if (cmd[2] != "rule") continue;
+                  if (auto r = net::run_process(cmd); !r.ok()) return net::describe(cmd, r);
+                }
+              }
+              const std::string by_ip = rules("-4") + rules("-6");
+              for (const char* fam : {"-4", "-6"}) {
+                net::run_process({"ip", fam, "rule", "flush"});
+              }
+              FibRuleWriter w;
+              if (auto opened = w.open(); !opened) return opened.error().message;
+              for (const auto& cmds : {routing_commands(queue), routed_routing_commands(routed)}) {
+                for (const auto& cmd : cmds) {
+                  if (cmd[2] != "rule") continue;
+                  if (int e = w.add(*parse_rule_command(cmd)); e != 0) {
+                    return net::describe(cmd, {}) + ": " + strerror(e);
+                  }
+                }
+              }
+              // The flush took the default rules (main, default) too: compare ours only.
+              auto ours = [](const std::string& listing) {
+                std::string out;
+                std::istringstream lines(listing);
+                for (std::string line; std::getline(lines, line);) {
+                  if (line.rfind("101", 0) == 0) out += line + "\n";
+                }
+                return out;
+              };
+              const std::string by_netlink = rules("-4") + rules("-6");
+              if (ours(by_ip).empty()) return "no rules listed: " + by_ip;
+              if (ours(by_ip) != ours(by_netlink)) {
+                return "ip:\n" + ours(by_ip) + "netlink:\n" + ours(by_netlink);
+              }
               return std::string();
             }),
             "");

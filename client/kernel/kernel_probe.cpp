@@ -1,0 +1,174 @@
+#include "client/kernel/kernel_probe.hpp"
+
+#include <libmnl/libmnl.h>
+#include <linux/fib_rules.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/rtnetlink.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "net/netlink_socket.hpp"
+
+namespace quicstep::client::kernel {
+namespace {
+
+// Calls `each` on every attribute of `h` after its fixed header of `offset` octets.
+template <typename Each>
+void for_each_attr(const nlmsghdr* h, std::size_t offset, Each each) {
+  const auto* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(h));
+  for (auto* a = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(h, offset));
+       mnl_attr_ok(a, static_cast<int>(tail - reinterpret_cast<const char*>(a)));
+       a = mnl_attr_next(a)) {
+    each(a);
+  }
+}
+
+int af(common::IpFamily f) { return f == common::IpFamily::v4 ? AF_INET : AF_INET6; }
+
+struct RuleCount {
+  std::map<std::uint32_t, int> by_priority;
+};
+
+int count_rule(const nlmsghdr* h, void* data) {
+  if (h->nlmsg_type != RTM_NEWRULE) return MNL_CB_OK;
+  std::uint32_t priority = 0;  // a rule without FRA_PRIORITY sits at 0
+  for_each_attr(h, sizeof(fib_rule_hdr), [&](const nlattr* attr) {
+    if (mnl_attr_get_type(attr) == FRA_PRIORITY &&
+        mnl_attr_validate(attr, MNL_TYPE_U32) >= 0) {
+      priority = mnl_attr_get_u32(attr);
+    }
+  });
+  ++static_cast<RuleCount*>(data)->by_priority[priority];
+  return MNL_CB_OK;
+}
+
+struct RouteQuery {
+  std::uint32_t table = 0;
+  unsigned ifindex = 0;
+  bool found = false;
+};
+
+int match_route(const nlmsghdr* h, void* data) {
+  if (h->nlmsg_type != RTM_NEWROUTE) return MNL_CB_OK;
+  auto* q = static_cast<RouteQuery*>(data);
+  const auto* rtm = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(h));
+  if (rtm->rtm_dst_len != 0) return MNL_CB_OK;
+  std::uint32_t table = rtm->rtm_table;
+  unsigned oif = 0;
+  for_each_attr(h, sizeof(rtmsg), [&](const nlattr* attr) {
+    const auto type = mnl_attr_get_type(attr);
+    if ((type != RTA_TABLE && type != RTA_OIF) || mnl_attr_validate(attr, MNL_TYPE_U32) < 0) {
+      return;
+    }
+    (type == RTA_TABLE ? table : oif) = mnl_attr_get_u32(attr);
+  });
+  if (table == q->table && oif == q->ifindex) q->found = true;
+  return MNL_CB_OK;
+}
+
+struct TableQuery {
+  bool found = false;
+};
+
+int match_table(const nlmsghdr* h, void* data) {
+  if ((h->nlmsg_type & 0xff) == NFT_MSG_NEWTABLE) static_cast<TableQuery*>(data)->found = true;
+  return MNL_CB_OK;
+}
+
+}  // namespace
+
+KernelProbe::~KernelProbe() {
+  if (route_ != nullptr) mnl_socket_close(route_);
+  if (nft_ != nullptr) mnl_socket_close(nft_);
+}
+
+common::Outcome KernelProbe::open() {
+  if (route_ == nullptr) {
+    auto opened = net::open_netlink(NETLINK_ROUTE, "rtnetlink (probe)");
+    if (!opened) return opened.error();
+    route_ = *opened;
+  }
+  if (nft_ == nullptr) {
+    auto opened = net::open_netlink(NETLINK_NETFILTER, "nfnetlink (probe)");
+    if (!opened) return opened.error();
+    nft_ = *opened;
+  }
+  return {};
+}
+
+int KernelProbe::exchange(mnl_socket* s, nlmsghdr* nlh,
+                          int (*on_message)(const nlmsghdr*, void*), void* data) {
+  if (s == nullptr) return ENOTCONN;
+  const std::uint32_t seq = nlh->nlmsg_seq;
+  if (mnl_socket_sendto(s, nlh, nlh->nlmsg_len) < 0) return errno != 0 ? errno : EIO;
+  const unsigned port = mnl_socket_get_portid(s);
+  std::vector<char> buf(64 * 1024);  // a dump's chunk is at most 32 KiB
+  for (;;) {
+    pollfd p{mnl_socket_get_fd(s), POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) return ETIMEDOUT;
+    const ssize_t n = mnl_socket_recvfrom(s, buf.data(), buf.size());
+    if (n < 0) return errno != 0 ? errno : EIO;
+    const int r = mnl_cb_run(buf.data(), static_cast<std::size_t>(n), seq, port,
+                             on_message, data);
+    if (r == MNL_CB_STOP) return 0;  // NLMSG_DONE, or the acknowledgement
+    if (r == MNL_CB_ERROR) return errno != 0 ? errno : EIO;
+  }
+}
+
+std::optional<bool> KernelProbe::nft_table_exists(std::uint8_t family, const std::string& name) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  nlh->nlmsg_seq = seq_++;
+  auto* nfg = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(nfgenmsg)));
+  nfg->nfgen_family = family;
+  nfg->version = NFNETLINK_V0;
+  nfg->res_id = 0;
+  mnl_attr_put_strz(nlh, NFTA_TABLE_NAME, name.c_str());
+  TableQuery q;
+  const int err = exchange(nft_, nlh, match_table,
+                           &q);
+  if (err == ENOENT) return false;
+  if (err != 0) return std::nullopt;
+  return q.found;
+}
+
+std::optional<std::map<std::uint32_t, int>> KernelProbe::rule_priorities(
+    common::IpFamily family) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = RTM_GETRULE;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  nlh->nlmsg_seq = seq_++;
+  auto* hdr = static_cast<fib_rule_hdr*>(mnl_nlmsg_put_extra_header(nlh, sizeof(fib_rule_hdr)));
+  hdr->family = static_cast<std::uint8_t>(af(family));
+  RuleCount count;
+  if (exchange(route_, nlh, count_rule, &count) !=
+      0) {
+    return std::nullopt;
+  }
+  return count.by_priority;
+}
+
+std::optional<bool> KernelProbe::has_default_route(common::IpFamily family, std::uint32_t table,
+                                                   unsigned ifindex) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = RTM_GETROUTE;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  nlh->nlmsg_seq = seq_++;
+  auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
+  rtm->rtm_family = static_cast<std::uint8_t>(af(family));
+  RouteQuery q{table, ifindex, false};
+  if (exchange(route_, nlh, match_route, &q) != 0) {
+    return std::nullopt;
+  }
+  return q.found;
+}
+
+}  // namespace quicstep::client::kernel

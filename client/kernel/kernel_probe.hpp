@@ -1,0 +1,53 @@
+// KernelProbe: reads over netlink (libmnl, no program started) the kernel state that the
+// daemon's self-healing checks (client/daemon/healer.hpp): whether an nft table exists, how
+// many policy-routing rules sit at each priority, whether a table has a default route through
+// a device. Each read is one request and its answer, microseconds: cheap enough to run on
+// every announcement of a change and every 500 ms. Control plane; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "common/error.hpp"
+#include "common/ip_packet.hpp"
+
+struct mnl_socket;
+struct nlmsghdr;
+
+namespace quicstep::client::kernel {
+
+class KernelProbe {
+ public:
+  KernelProbe() = default;
+  KernelProbe(const KernelProbe&) = delete;
+  KernelProbe& operator=(const KernelProbe&) = delete;
+  ~KernelProbe();
+
+  // Opens both sockets (rtnetlink, nfnetlink) in the caller's network namespace. Failures:
+  // the sockets'.
+  common::Outcome open();
+
+  // Whether nft table `name` of `family` (NFPROTO_INET, NFPROTO_NETDEV, NFPROTO_IPV4, ...)
+  // exists; nullopt when the kernel's answer was neither the table nor ENOENT.
+  std::optional<bool> nft_table_exists(std::uint8_t family, const std::string& name);
+  // The number of rules of `family` at each priority; nullopt when the dump failed.
+  std::optional<std::map<std::uint32_t, int>> rule_priorities(common::IpFamily family);
+  // Whether routing table `table` of `family` has a default route out of device `ifindex`;
+  // nullopt when the dump failed.
+  std::optional<bool> has_default_route(common::IpFamily family, std::uint32_t table,
+                                        unsigned ifindex);
+
+ private:
+  // Sends the request at `nlh` on `s` and runs `on_message` on each answer until the
+  // dump's end or an error. Returns 0 or the errno (the kernel's, or the socket's).
+  int exchange(mnl_socket* s, nlmsghdr* nlh, int (*on_message)(const nlmsghdr*, void*),
+               void* data);
+
+  mnl_socket* route_ = nullptr;
+  mnl_socket* nft_ = nullptr;
+  std::uint32_t seq_ = 1;
+};
+
+}  // namespace quicstep::client::kernel

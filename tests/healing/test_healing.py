@@ -1,0 +1,257 @@
+"""quicstepd heals what other tools change (issue 25; docs/DESIGN.md invariant 6), in the
+lab (root): with the daemon running (a fresh one per fault), each fault of the soak that is not a restart — `nft
+flush ruleset`, `ip rule flush` (the other rules put back), the tc guard detached (routed
+path), the WireGuard device down for 2 s and up again, SIGHUP — and then, with nothing else
+done, fetches (gtlsclient, 100 KB over HTTP/3, IPv4 then IPv6) must work again within
+RECOVER_S of the fault, the first fetch started after it included, and a capture on the
+censor's client-facing link (the native link) must hold no DNS, no TCP and no QUIC long
+header from the client, read by quicstep-inspect. quicstepctl status must count the
+removal and the restore. QSD_NATIVE_PATH=queue runs it on the queue path (ctest
+quicstepd_healing_queue), else the default (routed) path.
+
+    flock /tmp/qs-lab.lock python3 -m unittest -v tests.healing.test_healing
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from qs_support import artifacts, captures, certs, procs, quicstepd
+from qs_support import lab as qslab
+
+RECOVER_S = 1.5  # from the end of the fault to the end of the first good fetch
+SHORT = "100K.bin"
+QSD_RULE_PRIORITIES = range(10000, 11000)  # quicstepd's ip rules (RoutingSpec)
+ROUTED = os.environ.get("QSD_NATIVE_PATH") != "queue"
+
+
+def rule_words(r):
+    """`ip rule add` arguments re-creating a rule from `ip -j rule show` (as the soak's)."""
+    words = ["priority", str(r["priority"])]
+    if r.get("src") and r["src"] != "all":
+        words += ["from", f"{r['src']}/{r['srclen']}" if "srclen" in r else r["src"]]
+    if r.get("dst") and r["dst"] != "all":
+        words += ["to", f"{r['dst']}/{r['dstlen']}" if "dstlen" in r else r["dst"]]
+    if "fwmark" in r:
+        words += ["fwmark", r["fwmark"] + (f"/{r['fwmask']}" if "fwmask" in r else "")]
+    if r.get("not"):
+        words = ["not", *words]
+    if "table" in r:
+        words += ["lookup", str(r["table"])]
+    elif r.get("action") == "unreachable":
+        words += ["unreachable"]
+    return words
+
+
+class Healing(artifacts.KeepOnFailure, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root (the lab's namespaces)")
+        qslab.wait_idle()
+        qslab.qslab("up", timeout=240)
+        cls.lab = qslab.status()
+        cls.work = artifacts.work_dir("qs-healing-")
+        os.chmod(cls.work, 0o755)
+        cls.procs = procs.Procs()
+        try:
+            cls._start()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def _start(cls):
+        c = cls.lab["client"]
+        cls.ns, cls.native_if = c["netns"], c["native"]["interface"]
+        cls.channel_if = c["channel"]["interface"]
+        cls.channel_table = c["channel"]["table"]
+        cls.channel_v6 = c["channel"]["v6"]
+        cls.client_native = set(c["native"]["v4"] + c["native"]["v6"])
+        srv = cls.lab["servers"][0]
+        first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
+        cls.srv_ns, cls.srv4, cls.srv6 = srv["netns"], first(srv["v4"]), first(srv["v6"])
+        htdocs = os.path.join(cls.work, "htdocs")
+        os.makedirs(htdocs, exist_ok=True)
+        with open(os.path.join(htdocs, SHORT), "wb") as f:
+            f.write(os.urandom(100_000))
+        key, cert, _ = certs.make_certificate(cls.work)
+        cls.procs.start(cls.srv_ns, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
+                                     key, cert], os.path.join(cls.work, "gtlsserver.log"))
+        cls.config = quicstepd.write_config(os.path.join(cls.work, "quicstepd.toml"),
+                                            cls.channel_if)
+        cls.sock = os.path.join(cls.work, "control.sock")
+
+    def setUp(self):
+        # A daemon per fault: each fault is judged on its own, not on what an earlier one left.
+        self.daemon = self.procs.start(self.ns, [quicstepd.daemon(), "--config", self.config,
+                                                 "--control", self.sock],
+                                       os.path.join(self.work, f"quicstepd-{self.id()}.log"))
+        quicstepd.wait_daemon(self.ns, self.sock, self.daemon, timeout=30)
+
+    def tearDown(self):
+        if self.daemon.poll() is None:
+            self.procs.stop(self.daemon, signal.SIGTERM, 20)
+        subprocess.run(["ip", "netns", "exec", self.ns, quicstepd.daemon(), "--cleanup",
+                        "--config", self.config], capture_output=True, timeout=60)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.procs.stop_all()
+        subprocess.run(["ip", "netns", "exec", cls.lab["client"]["netns"], quicstepd.daemon(),
+                        "--cleanup", "--config", cls.config], capture_output=True, timeout=60)
+        if ROUTED:
+            quicstepd.unmount_lab_bpffs()
+        qslab.down(cls.any_failed)
+        artifacts.finish(cls.work, cls.any_failed or bool(os.environ.get("QSD_KEEP")))
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def sh(self, *cmd):
+        return subprocess.run(["ip", "netns", "exec", self.ns, *cmd], capture_output=True,
+                              text=True)
+
+    def status(self):
+        return json.loads(quicstepd.ctl(self.ns, self.sock, "status", "--json").stdout)
+
+    def fetch(self, family, timeout=3):
+        """One 100 KB fetch; (ok, start, end)."""
+        out = os.path.join(self.work, "dl", f"{time.time():.6f}")
+        os.makedirs(out)
+        dest = self.srv4 if family == 4 else self.srv6
+        start = time.time()
+        subprocess.run(["ip", "netns", "exec", self.ns, "timeout", "-k", "1", str(timeout),
+                        "gtlsclient", "--quiet", "--exit-on-all-streams-close",
+                        f"--download={out}", "--timeout=2s", dest, "443",
+                        f"https://open.test/{SHORT}"], capture_output=True)
+        path = os.path.join(out, SHORT)
+        return os.path.exists(path) and os.path.getsize(path) == 100_000, start, time.time()
+
+    def leak_capture(self, name):
+        """tcpdump on the native link keeping only what must never leave there (as the
+        soak's): TCP, DNS and QUIC long headers from the client's native addresses."""
+        pcap = os.path.join(self.work, f"{name}-native-leaks.pcap")
+        cen = self.lab["censor"]
+        natives = " or ".join(f"src host {a}" for a in sorted(self.client_native))
+        quic_long = ("(udp and not port 51820 and ((ip and udp[8] & 0x80 = 0x80) or "
+                     "(ip6 and ip6[48] & 0x80 = 0x80)))")
+        p = self.procs.start(cen["netns"], ["tcpdump", "-i", cen["client_interface"], "-w", pcap,
+                                            "-n", "-s", "0", "-B", "65536",
+                                            f"({natives}) and (tcp or port 53 or {quic_long})"],
+                             pcap + ".log")
+        if not captures.started(pcap):
+            raise AssertionError("tcpdump on the native link did not start")
+        return p, pcap
+
+    def run_fault(self, name, inject, piece=None):
+        """Works before; `inject()`; then works again within RECOVER_S by itself, without a
+        leak; the status counts `piece`'s removal and restore. Returns the recovery time."""
+        self.assertIsNone(self.daemon.poll(), "quicstepd is not running")
+        ok, _, _ = self.fetch(4, timeout=10)
+        self.assertTrue(ok, "no fetch before the fault")
+        before = self.status()
+        cap, pcap = self.leak_capture(name)
+        inject()
+        fault_end = time.time()
+        first = None
+        attempts = []
+        while time.time() < fault_end + 10:
+            ok, start, end = self.fetch(4)
+            attempts.append((round(start - fault_end, 3), round(end - fault_end, 3), ok))
+            if ok:
+                first = end - fault_end
+                break
+        ok6, _, _ = self.fetch(6, timeout=10)
+        time.sleep(1.5)  # the capture hands over its last block
+        self.procs.stop(cap)
+        after = self.status()
+        leaks = captures.leaks(captures.inspect(pcap), self.client_native)
+        print(f"\n[{name}] first good fetch {first if first is None else round(first, 3)} s "
+              f"after the fault; {len(attempts)} attempts, the first (start, end, ok) "
+              f"{attempts[:3]}; leaks {len(leaks)}; "
+              f"healing {json.dumps(after.get('healing', {}).get('pieces', {}).get(piece, {}))}",
+              flush=True)
+        self.assertEqual(leaks[:5], [], f"{name}: leaks on the native link")
+        self.assertIsNotNone(first, f"{name}: no fetch worked within 10 s of the fault")
+        self.assertTrue(attempts[0][2], f"{name}: the first fetch after the fault failed")
+        self.assertLessEqual(first, RECOVER_S, f"{name}: recovered after {first:.2f} s")
+        self.assertTrue(ok6, f"{name}: no IPv6 fetch after the recovery")
+        self.assertIsNone(self.daemon.poll(), "quicstepd exited")
+        if piece is not None:
+            b = before["healing"]["pieces"][piece]
+            a = after["healing"]["pieces"][piece]
+            self.assertGreater(a["removals"], b["removals"], f"{piece}: removal not counted")
+            self.assertGreater(a["restores"], b["restores"], f"{piece}: restore not counted")
+            self.assertEqual(a["state"], "ok")
+        return first
+
+    # --- the faults --------------------------------------------------------------------------
+
+    def test_flush_ruleset(self):
+        self.run_fault("flush_ruleset", lambda: self.sh("nft", "flush", "ruleset"), "nft_table")
+
+    def test_flush_rules(self):
+        def inject():
+            keep = {}
+            for fam in ("-4", "-6"):
+                rules = json.loads(self.sh("ip", "-j", fam, "rule", "show").stdout or "[]")
+                keep[fam] = [r for r in rules if r.get("priority") not in QSD_RULE_PRIORITIES
+                             and r.get("priority") != 0]
+            for fam in ("-4", "-6"):
+                self.sh("ip", fam, "rule", "flush")
+                for r in keep[fam]:
+                    self.sh("ip", fam, "rule", "add", *rule_words(r))
+        self.run_fault("flush_rules", inject, "ip_rules")
+
+    @unittest.skipUnless(ROUTED, "the guard is the routed path's")
+    def test_guard_detach(self):
+        def inject():
+            self.sh("tc", "filter", "del", "dev", self.native_if, "egress")
+            self.sh("tc", "filter", "del", "dev", self.native_if, "ingress")
+            detached = quicstepd.detach_guard(self.native_if)
+            self.assertGreater(detached, 0, "no guard link found to detach")
+        self.run_fault("guard_detach", inject, "native_guard")
+        # The guard is back on the device (it drops what the daemon's rules would not).
+        st = self.status()
+        self.assertEqual(st["healing"]["pieces"]["native_guard"]["state"], "ok")
+
+    def test_channel_down_up(self):
+        downs = self.status()["channel"].get("downs", 0)
+        seen_down = []
+
+        def inject():
+            self.sh("ip", "link", "set", self.channel_if, "down")
+            deadline = time.time() + 2
+            while time.time() < deadline:  # the daemon says the channel is down
+                seen_down.append(self.status()["channel"].get("up") is False)
+                time.sleep(0.2)
+            self.sh("ip", "link", "set", self.channel_if, "up")
+            # What `wg-quick up` puts back, the lab's (as in the soak): the IPv6 address (the
+            # kernel drops it with the link; IPv4 stays) and the default routes of its table.
+            self.sh("ip", "-6", "addr", "replace", f"{self.channel_v6}/128", "dev",
+                    self.channel_if, "nodad")
+            for fam in ("-4", "-6"):
+                self.sh("ip", fam, "route", "replace", "default", "dev", self.channel_if,
+                        "table", str(self.channel_table))
+        self.run_fault("channel", inject, "channel_routes" if ROUTED else None)
+        self.assertTrue(any(seen_down), "status did not report the channel down")
+        st = self.status()
+        self.assertTrue(st["channel"]["up"])
+        self.assertEqual(st["channel"]["downs"], downs + 1)
+
+    def test_sighup(self):
+        reloads = self.status()["daemon"]["reloads"]
+
+        def inject():
+            os.kill(self.daemon.pid, signal.SIGHUP)
+            deadline = time.time() + 5
+            while self.status()["daemon"]["reloads"] == reloads:
+                self.assertLess(time.time(), deadline, "SIGHUP not handled")
+                time.sleep(0.05)
+        self.run_fault("sighup", inject)
+
+
+if __name__ == "__main__":
+    unittest.main()
