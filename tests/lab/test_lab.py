@@ -365,6 +365,7 @@ class LossTest(artifacts.KeepOnFailure, unittest.TestCase):
         probe = binaries.path("qs_owd_probe")
         srv = lab["servers"][0]
         n = 5000
+        rtt_ms = lab["profile"]["rtt_ms"]["client_server"]
         for fam in ("v4", "v6"):
             res = subprocess.run([probe, "--from", lab["client"]["netns"], "--to", srv["netns"],
                                   "--dst", srv[fam], "--rate", "2500", "--count", str(n)],
@@ -377,7 +378,18 @@ class LossTest(artifacts.KeepOnFailure, unittest.TestCase):
             self.assertGreaterEqual(doc["lost"], 25)
             self.assertLessEqual(doc["lost"], 80)
             self.assertEqual(doc["reordered"], 0)
-            self.assertLess(doc["owd_us"]["p99"] / 1000, lab["profile"]["rtt_ms"]["client_server"])
+            # Loss adds no delay: the one-way delay's median stays below the whole RTT (a
+            # profile that added its delay twice would put it at the RTT). Its 99th
+            # percentile is the userspace delay line's scheduling under load as much as the
+            # profile: on this 2-core machine beside a build it read 9.5-10.5 ms in three
+            # runs of 2 s (4.3 ms idle), so the tail is bounded by twice the RTT.
+            owd = doc["owd_us"]
+            measure_value(f"one-way delay p50 {fam}", round(owd["p50"] / 1000, 3), "ms", rtt_ms / 2, 0,
+                          rtt_ms, test=self)
+            measure_value(f"one-way delay p99 {fam}", round(owd["p99"] / 1000, 3), "ms", rtt_ms / 2, 0,
+                          2 * rtt_ms, test=self)
+            self.assertLess(owd["p50"] / 1000, rtt_ms, f"{fam}: {owd}")
+            self.assertLess(owd["p99"] / 1000, 2 * rtt_ms, f"{fam}: {owd}")
 
 
 if __name__ == "__main__":
