@@ -110,3 +110,25 @@ def unmount_lab_bpffs():
         os.rmdir(LAB_BPFFS)
     except OSError:
         pass
+
+
+RULE_PRIORITIES = range(10000, 11000)  # quicstepd's ip rules (RoutingSpec)
+
+
+def rule_words(r):
+    """`ip rule add` arguments re-creating a rule from `ip -j rule show` (a fault that flushes
+    the rules puts back those that are not quicstepd's)."""
+    words = ["priority", str(r["priority"])]
+    if r.get("src") and r["src"] != "all":
+        words += ["from", f"{r['src']}/{r['srclen']}" if "srclen" in r else r["src"]]
+    if r.get("dst") and r["dst"] != "all":
+        words += ["to", f"{r['dst']}/{r['dstlen']}" if "dstlen" in r else r["dst"]]
+    if "fwmark" in r:
+        words += ["fwmark", r["fwmark"] + (f"/{r['fwmask']}" if "fwmask" in r else "")]
+    if r.get("not"):
+        words = ["not", *words]
+    if "table" in r:
+        words += ["lookup", str(r["table"])]
+    elif r.get("action") == "unreachable":
+        words += ["unreachable"]
+    return words

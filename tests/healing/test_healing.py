@@ -23,26 +23,7 @@ from qs_support import lab as qslab
 
 RECOVER_S = 1.5  # from the end of the fault to the end of the first good fetch
 SHORT = "100K.bin"
-QSD_RULE_PRIORITIES = range(10000, 11000)  # quicstepd's ip rules (RoutingSpec)
 ROUTED = os.environ.get("QSD_NATIVE_PATH") != "queue"
-
-
-def rule_words(r):
-    """`ip rule add` arguments re-creating a rule from `ip -j rule show` (as the soak's)."""
-    words = ["priority", str(r["priority"])]
-    if r.get("src") and r["src"] != "all":
-        words += ["from", f"{r['src']}/{r['srclen']}" if "srclen" in r else r["src"]]
-    if r.get("dst") and r["dst"] != "all":
-        words += ["to", f"{r['dst']}/{r['dstlen']}" if "dstlen" in r else r["dst"]]
-    if "fwmark" in r:
-        words += ["fwmark", r["fwmark"] + (f"/{r['fwmask']}" if "fwmask" in r else "")]
-    if r.get("not"):
-        words = ["not", *words]
-    if "table" in r:
-        words += ["lookup", str(r["table"])]
-    elif r.get("action") == "unreachable":
-        words += ["unreachable"]
-    return words
 
 
 class Healing(artifacts.KeepOnFailure, unittest.TestCase):
@@ -197,12 +178,12 @@ class Healing(artifacts.KeepOnFailure, unittest.TestCase):
             keep = {}
             for fam in ("-4", "-6"):
                 rules = json.loads(self.sh("ip", "-j", fam, "rule", "show").stdout or "[]")
-                keep[fam] = [r for r in rules if r.get("priority") not in QSD_RULE_PRIORITIES
+                keep[fam] = [r for r in rules if r.get("priority") not in quicstepd.RULE_PRIORITIES
                              and r.get("priority") != 0]
             for fam in ("-4", "-6"):
                 self.sh("ip", fam, "rule", "flush")
                 for r in keep[fam]:
-                    self.sh("ip", fam, "rule", "add", *rule_words(r))
+                    self.sh("ip", fam, "rule", "add", *quicstepd.rule_words(r))
         self.run_fault("flush_rules", inject, "ip_rules")
 
     @unittest.skipUnless(ROUTED, "the guard is the routed path's")

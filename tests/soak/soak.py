@@ -50,7 +50,6 @@ from qs_support import lab as qslab
 FAULTS = ("kill9", "sighup", "flush_ruleset", "flush_rules", "guard_detach", "address",
           "link", "channel", "flood")
 SHORT, BULK = "100K.bin", "10M.bin"
-QSD_RULE_PRIORITIES = range(10000, 11000)  # quicstepd's ip rules (RoutingSpec)
 
 
 class Soak:
@@ -246,13 +245,13 @@ class Soak:
             keep = {}
             for fam in ("-4", "-6"):
                 rules = json.loads(self.sh("ip", "-j", fam, "rule", "show").stdout or "[]")
-                keep[fam] = [r for r in rules if r.get("priority") not in QSD_RULE_PRIORITIES
+                keep[fam] = [r for r in rules if r.get("priority") not in quicstepd.RULE_PRIORITIES
                              and r.get("priority") != 0]
             self.record_fault(name)
             for fam in ("-4", "-6"):
                 self.sh("ip", fam, "rule", "flush")
                 for r in keep[fam]:
-                    self.sh("ip", fam, "rule", "add", *rule_words(r))
+                    self.sh("ip", fam, "rule", "add", *quicstepd.rule_words(r))
         elif name == "guard_detach":
             self.record_fault(name, self.native_if)
             self.sh("tc", "filter", "del", "dev", self.native_if, "egress")
@@ -430,24 +429,6 @@ class Soak:
             f.write(text)
         print(text, flush=True)
         return self.passed
-
-
-def rule_words(r):
-    """`ip rule add` arguments re-creating a rule from `ip -j rule show`."""
-    words = ["priority", str(r["priority"])]
-    if r.get("src") and r["src"] != "all":
-        words += ["from", f"{r['src']}/{r['srclen']}" if "srclen" in r else r["src"]]
-    if r.get("dst") and r["dst"] != "all":
-        words += ["to", f"{r['dst']}/{r['dstlen']}" if "dstlen" in r else r["dst"]]
-    if "fwmark" in r:
-        words += ["fwmark", r["fwmark"] + (f"/{r['fwmask']}" if "fwmask" in r else "")]
-    if r.get("not"):
-        words = ["not", *words]
-    if "table" in r:
-        words += ["lookup", str(r["table"])]
-    elif r.get("action") == "unreachable":
-        words += ["unreachable"]
-    return words
 
 
 def main():
