@@ -12,7 +12,9 @@ the tree in build/flake-load, cleaned and rebuilt with -j(nproc) in a loop for a
 hunt runs (`--load none` for an idle machine, `--load cpu` for busy loops on every core).
 """
 import argparse
+import contextlib
 import datetime
+import fcntl
 import json
 import os
 import re
@@ -80,6 +82,22 @@ def failure_lines(output):
     return found
 
 
+LAB_LOCK = "/run/quicstep-lab-tests.lock"  # the one scripts/test.sh takes around its ctest
+
+
+@contextlib.contextmanager
+def lab_lock():
+    """One lab per machine: a run waits while another clone's test.sh holds the lab. The
+    lock's fd is not inherited (PEP 446), so a test's leftover child cannot keep it."""
+    with open(LAB_LOCK, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"flake_hunt: another lab test run holds {LAB_LOCK}; waiting", flush=True)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def run_once(build, label, regex, junit, timeout, env):
     # ctest keeps only 1 KB of a passed test's output by default: the measured values are in
     # the rest.
@@ -89,10 +107,11 @@ def run_once(build, label, regex, junit, timeout, env):
         cmd += ["-L", label]
     if regex:
         cmd += ["-R", regex]
-    t0 = time.monotonic()
-    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         env=dict(os.environ, **env))
-    took = time.monotonic() - t0
+    with lab_lock():
+        t0 = time.monotonic()
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=dict(os.environ, **env))
+        took = time.monotonic() - t0
     tests = []
     if os.path.exists(junit):
         for case in ET.parse(junit).getroot().iter("testcase"):
@@ -246,6 +265,7 @@ def main():
                 f.write(report(meta, runs))
             with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
                 json.dump({"meta": meta, "runs": runs}, f, indent=1)
+            time.sleep(2)  # a test.sh waiting for the lab gets it now, not after the hunt
     finally:
         load.stop()
     print(f"flake_hunt: report in {args.out}")
