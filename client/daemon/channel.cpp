@@ -11,6 +11,9 @@
 #include <sstream>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
+#include "client/daemon/key_file.hpp"
 #include "net/process.hpp"
 
 extern char** environ;
@@ -116,6 +119,7 @@ common::Outcome Channel::reattach(RulesetSpec* spec) {
 }
 
 common::Outcome Channel::bring_up(const DaemonSettings& s) {
+  if (auto warning = world_accessible_warning(s.wg_config)) spdlog::warn("{}", *warning);
   const std::string text = read_file(s.wg_config);
   if (text.empty()) return common::Failure("cannot read " + s.wg_config);
   // wg-quick keys that `wg setconf` refuses: Address goes to `ip addr`, the rest is unused.
@@ -158,11 +162,7 @@ common::Outcome Channel::bring_up(const DaemonSettings& s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const std::string tmp = "/run/quicstep/" + s.channel_interface + ".wg.conf";
-  {
-    std::ofstream f(tmp);
-    f << wg_text;
-  }
-  ::chmod(tmp.c_str(), 0600);
+  if (auto written = write_private_file(tmp, wg_text); !written) return written;
   auto r = net::run_process({"wg", "setconf", s.channel_interface, tmp});
   ::unlink(tmp.c_str());
   if (!r.ok()) return common::Failure(net::describe({"wg", "setconf", s.channel_interface}, r));

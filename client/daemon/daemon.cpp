@@ -417,19 +417,23 @@ void Daemon::Impl::setup_healing() {
   };
   healer.add(std::move(ip_rules));
 
-  std::vector<ChannelRoute> routes = path->channel_routes();
+  // The channel's own routes are fixed at start; the path's follow the network (the routed
+  // path's per family come and go with its native source), so they are asked for each time.
+  std::vector<ChannelRoute> own_routes;
   if (channel.owns_routes()) {
     for (auto family : {common::IpFamily::v4, common::IpFamily::v6}) {
       if (probe.has_default_route(family, channel.routing_table(), channel_ifindex) == true) {
-        routes.push_back({family, channel.routing_table()});
+        own_routes.push_back({family, channel.routing_table()});
       }
     }
   }
-  if (!routes.empty()) {
+  if (!own_routes.empty() || !path->channel_routes().empty()) {
     OwnedPiece channel_routes;
     channel_routes.piece = Piece::channel_routes;
-    channel_routes.present = [this, routes]() -> std::optional<bool> {
+    channel_routes.present = [this, own_routes]() -> std::optional<bool> {
       if (channel_ifindex == 0 || !channel_up) return std::nullopt;  // none can exist
+      std::vector<ChannelRoute> routes = own_routes;
+      for (const auto& r : path->channel_routes()) routes.push_back(r);
       for (const auto& r : routes) {
         const std::optional<bool> there = probe.has_default_route(r.family, r.table,
                                                                   channel_ifindex);
@@ -493,6 +497,7 @@ void Daemon::Impl::post_heal() {
 void Daemon::Impl::heal_now() {
   check_devices();  // a re-created channel, a new device to guard
   update_channel_link();
+  path->follow_network();  // a new source first: the route check then wants the new one
   healer.check();
   drain_events();  // flow rules restored or dropped may have changed the classifier's view
   std::string text = "deciding";

@@ -42,6 +42,8 @@ class QueuePath final : public NativePath {
   void after_events() override;
 
   void on_devices_checked() override {}
+  // Sockets take their source from the main table themselves; the channel masquerades.
+  void follow_network() override {}
   void on_table_replaced() override;
   void on_channel_recreated() override {}
   void on_classifier_reset() override;

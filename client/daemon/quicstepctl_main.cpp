@@ -85,6 +85,15 @@ void print_human(const nlohmann::json& s) {
               << drops["gso"] << " GSO batches, " << drops["raw_fragment"]
               << " raw fragments; " << r["observed_packets"] << " channel packets seen ("
               << r["observed_lost"] << " copies lost)\n";
+    if (r.contains("native_source")) {
+      auto text = [](const nlohmann::json& a) {
+        return a.is_string() && !a.get<std::string>().empty() ? a.get<std::string>()
+                                                              : std::string("-");
+      };
+      std::cout << "native source: " << text(r["native_source"]["v4"]) << " / "
+                << text(r["native_source"]["v6"]) << " (" << r.value("source_changes", 0)
+                << " changes followed)\n";
+    }
   }
 }
 

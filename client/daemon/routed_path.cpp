@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <tuple>
 #include <unordered_set>
 
 #include "common/ip_packet.hpp"
@@ -269,8 +271,9 @@ common::Outcome RoutedPath::start() {
   const core::DaemonSettings& d = ctx_.config.daemon;
   routing.exempt_v4 = ctx_.spec.exempt_v4;
   routing.exempt_v6 = ctx_.spec.exempt_v6;
-  routing.source_v4 = kernel::native_source_address("-4");
-  routing.source_v6 = kernel::native_source_address("-6");
+  if (auto opened = source_probe_.open(); !opened) return opened;
+  routing.source_v4 = source_probe_.native_source(common::IpFamily::v4).value_or("");
+  routing.source_v6 = source_probe_.native_source(common::IpFamily::v6).value_or("");
   if (routing.source_v4.empty() && routing.source_v6.empty()) {
     return common::Failure(
         "native_path = \"routed\": no default route in the main table to take the native "
@@ -327,6 +330,36 @@ void RoutedPath::observe(const kernel::ObservedPacket& p) {
   const auto key = common::FlowKey::from_client(*ip);
   const core::FlowEntry* f = classifier.find_flow(key);
   schedule(key, d.not_before, f != nullptr && f->state == core::FlowState::native_pending, now);
+}
+
+void RoutedPath::follow_network() {
+  kernel::RoutingSpec& r = ctx_.routing_spec;
+  for (auto [family, flag, source] : {std::tuple{common::IpFamily::v4, "-4", &r.source_v4},
+                                      std::tuple{common::IpFamily::v6, "-6", &r.source_v6}}) {
+    const std::optional<std::string> now = source_probe_.native_source(family);
+    if (!now || *now == *source) continue;  // unknown (a dump failed), or unchanged
+    const std::string table = std::to_string(r.routed_table);
+    std::vector<std::string> cmd{"ip", flag, "route"};
+    if (now->empty()) {
+      cmd.insert(cmd.end(), {"del", "default", "dev", r.channel_interface, "table", table});
+    } else {
+      cmd.insert(cmd.end(), {"replace", "default", "dev", r.channel_interface, "src", *now,
+                             "table", table});
+    }
+    // Deleting fails harmlessly when the route went with its address; a refused replace
+    // leaves the old source in the spec, to be tried again at the next check.
+    const auto done = net::run_process(cmd);
+    if (!done.ok() && !now->empty()) {
+      ++stats_.source_failures;
+      spdlog::warn("native source {} -> {}: {}", source->empty() ? "-" : *source, *now,
+                   net::describe(cmd, done));
+      continue;
+    }
+    spdlog::info("native source {} -> {} (the channel route follows)",
+                 source->empty() ? "-" : *source, now->empty() ? "-" : *now);
+    *source = *now;
+    ++stats_.source_changes;
+  }
 }
 
 void RoutedPath::on_channel_recreated() {
@@ -423,6 +456,10 @@ void RoutedPath::add_status_json(nlohmann::json& j) const {
                  {"guard_failures", r.guard_failures},
                  {"guard_restored", r.guard_restored},
                  {"rules_restored", r.rules_restored},
+                 {"source_changes", r.source_changes},
+                 {"source_failures", r.source_failures},
+                 {"native_source", {{"v4", ctx_.routing_spec.source_v4},
+                                    {"v6", ctx_.routing_spec.source_v6}}},
                  {"observed_packets", observer_.stats().packets},
                  {"observed_lost", observer_.stats().enobufs},
                  {"guard_drops", {{"long_header", g[NG_DROP_LONG].packets},

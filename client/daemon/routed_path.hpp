@@ -27,6 +27,7 @@
 #include "client/core/classifier.hpp"
 #include "client/daemon/native_path.hpp"
 #include "client/kernel/fib_rule_writer.hpp"
+#include "client/kernel/kernel_probe.hpp"
 #include "client/kernel/native_guard.hpp"
 #include "client/kernel/nflog_observer.hpp"
 #include "client/kernel/udp_socket_watch.hpp"
@@ -55,6 +56,8 @@ struct RoutedPathStats {
   std::uint64_t guard_failures = 0;  // a device the guard could not attach to
   std::uint64_t guard_restored = 0;  // re-attached after another tool detached it
   std::uint64_t rules_restored = 0;  // flow rules added again after a flush
+  std::uint64_t source_changes = 0;  // the native source address followed (per family)
+  std::uint64_t source_failures = 0;  // a channel route the kernel refused for a new source
 };
 
 class RoutedPath final : public NativePath {
@@ -85,6 +88,12 @@ class RoutedPath final : public NativePath {
 
   // Attaches the guard to devices that appeared since.
   void on_devices_checked() override;
+  // A new native source address (DHCP, another network, a second uplink of lower metric):
+  // the routed table's channel route takes it (`ip route replace ... src NEW`), so that the
+  // channel's packets and the sockets connected from now on carry the address the native
+  // path has; a family whose default route went loses its channel route (its channel
+  // packets then meet `unreachable`). Counted (source_changes) and logged.
+  void follow_network() override;
   void on_table_replaced() override {}
   // The routed channel table's route went with the old device: the same route again.
   void on_channel_recreated() override;
@@ -150,6 +159,7 @@ class RoutedPath final : public NativePath {
   kernel::NflogObserver observer_;
   kernel::FibRuleWriter writer_;
   kernel::UdpSocketWatch sockets_;
+  kernel::KernelProbe source_probe_;  // the native source address (follow_network)
   std::unique_ptr<kernel::NativeGuard> guard_;
   std::set<std::string> guarded_;
   std::unordered_map<common::FlowKey, Flow, common::FlowKeyHash> flows_;

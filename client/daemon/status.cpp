@@ -178,6 +178,11 @@ std::string metrics_text(const nlohmann::json& s) {
     metric("quicstep_channel_downs_total", "counter", "Times the channel device went down",
            {{"", s["channel"]["downs"]}});
   }
+  if (s.contains("routed") && s["routed"].contains("source_changes")) {
+    metric("quicstep_native_source_changes_total", "counter",
+           "Times the routed path's channel route followed a new native source address",
+           {{"", s["routed"]["source_changes"]}});
+  }
   const auto& q = s["queues"];
   metric("quicstep_queue_packets_total", "counter", "Packets queued to the daemon",
          {{"{queue=\"outbound\"}", q["outbound"]["packets"]},

@@ -1,6 +1,8 @@
 #include "client/kernel/kernel_probe.hpp"
 
+#include <arpa/inet.h>
 #include <libmnl/libmnl.h>
+#include <linux/if_addr.h>
 #include <linux/fib_rules.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -67,6 +69,97 @@ int match_route(const nlmsghdr* h, void* data) {
     (type == RTA_TABLE ? table : oif) = mnl_attr_get_u32(attr);
   });
   if (table == q->table && oif == q->ifindex) q->found = true;
+  return MNL_CB_OK;
+}
+
+struct DefaultRoute {
+  bool found = false;
+  std::uint32_t metric = 0;
+  unsigned oif = 0;
+  std::string prefsrc;
+};
+
+std::string address_text(int family, const nlattr* attr) {
+  char text[INET6_ADDRSTRLEN] = {};
+  const std::size_t want = family == AF_INET ? 4 : 16;
+  if (mnl_attr_get_payload_len(attr) != want) return {};
+  if (::inet_ntop(family, mnl_attr_get_payload(attr), text, sizeof text) == nullptr) return {};
+  return text;
+}
+
+// The main table's unicast default route of lowest metric (the kernel's choice), and its
+// first hop's device when it has several.
+int pick_default_route(const nlmsghdr* h, void* data) {
+  if (h->nlmsg_type != RTM_NEWROUTE) return MNL_CB_OK;
+  auto* best = static_cast<DefaultRoute*>(data);
+  const auto* rtm = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(h));
+  if (rtm->rtm_dst_len != 0 || rtm->rtm_type != RTN_UNICAST) return MNL_CB_OK;
+  DefaultRoute r;
+  std::uint32_t table = rtm->rtm_table;
+  for_each_attr(h, sizeof(rtmsg), [&](const nlattr* attr) {
+    switch (mnl_attr_get_type(attr)) {
+      case RTA_TABLE:
+        if (mnl_attr_validate(attr, MNL_TYPE_U32) >= 0) table = mnl_attr_get_u32(attr);
+        break;
+      case RTA_PRIORITY:
+        if (mnl_attr_validate(attr, MNL_TYPE_U32) >= 0) r.metric = mnl_attr_get_u32(attr);
+        break;
+      case RTA_OIF:
+        if (mnl_attr_validate(attr, MNL_TYPE_U32) >= 0) r.oif = mnl_attr_get_u32(attr);
+        break;
+      case RTA_PREFSRC:
+        r.prefsrc = address_text(rtm->rtm_family, attr);
+        break;
+      case RTA_MULTIPATH:
+        if (r.oif == 0 && mnl_attr_get_payload_len(attr) >= sizeof(rtnexthop)) {
+          r.oif = static_cast<unsigned>(
+              static_cast<const rtnexthop*>(mnl_attr_get_payload(attr))->rtnh_ifindex);
+        }
+        break;
+      default:
+        break;
+    }
+  });
+  if (table != RT_TABLE_MAIN || (r.oif == 0 && r.prefsrc.empty())) return MNL_CB_OK;
+  if (!best->found || r.metric < best->metric) {
+    r.found = true;
+    *best = r;
+  }
+  return MNL_CB_OK;
+}
+
+struct AddressQuery {
+  unsigned ifindex = 0;
+  std::string usable, deprecated;  // the first of each
+};
+
+int pick_address(const nlmsghdr* h, void* data) {
+  if (h->nlmsg_type != RTM_NEWADDR) return MNL_CB_OK;
+  auto* q = static_cast<AddressQuery*>(data);
+  const auto* ifa = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(h));
+  if (ifa->ifa_index != q->ifindex || ifa->ifa_scope != RT_SCOPE_UNIVERSE) return MNL_CB_OK;
+  std::uint32_t flags = ifa->ifa_flags;
+  std::string local, address;
+  for_each_attr(h, sizeof(ifaddrmsg), [&](const nlattr* attr) {
+    switch (mnl_attr_get_type(attr)) {
+      case IFA_FLAGS:  // the full 32 bits; ifa_flags holds the low 8
+        if (mnl_attr_validate(attr, MNL_TYPE_U32) >= 0) flags = mnl_attr_get_u32(attr);
+        break;
+      case IFA_LOCAL:
+        local = address_text(ifa->ifa_family, attr);
+        break;
+      case IFA_ADDRESS:
+        address = address_text(ifa->ifa_family, attr);
+        break;
+      default:
+        break;
+    }
+  });
+  // IPv4: IFA_LOCAL is the address (IFA_ADDRESS the peer's on point-to-point links).
+  const std::string& text = !local.empty() ? local : address;
+  if (text.empty() || (flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED)) != 0) return MNL_CB_OK;
+  std::string& slot = (flags & IFA_F_DEPRECATED) != 0 ? q->deprecated : q->usable;
+  if (slot.empty()) slot = text;
   return MNL_CB_OK;
 }
 
@@ -169,6 +262,30 @@ std::optional<bool> KernelProbe::has_default_route(common::IpFamily family, std:
     return std::nullopt;
   }
   return q.found;
+}
+
+std::optional<std::string> KernelProbe::native_source(common::IpFamily family) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = RTM_GETROUTE;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  nlh->nlmsg_seq = seq_++;
+  auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
+  rtm->rtm_family = static_cast<std::uint8_t>(af(family));
+  DefaultRoute route;
+  if (exchange(route_, nlh, pick_default_route, &route) != 0) return std::nullopt;
+  if (!route.found) return std::string();
+  if (!route.prefsrc.empty()) return route.prefsrc;
+
+  nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = RTM_GETADDR;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  nlh->nlmsg_seq = seq_++;
+  auto* ifa = static_cast<ifaddrmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifaddrmsg)));
+  ifa->ifa_family = static_cast<std::uint8_t>(af(family));
+  AddressQuery q{route.oif, {}, {}};
+  if (exchange(route_, nlh, pick_address, &q) != 0) return std::nullopt;
+  return !q.usable.empty() ? q.usable : q.deprecated;
 }
 
 }  // namespace quicstep::client::kernel

@@ -38,6 +38,12 @@ class KernelProbe {
   // nullopt when the dump failed.
   std::optional<bool> has_default_route(common::IpFamily family, std::uint32_t table,
                                         unsigned ifindex);
+  // The source address the main table's default route gives a new socket of `family`:
+  // the lowest-metric default route's preferred source, else the first global address of
+  // its device that may be used (not tentative, not failed duplicate detection; deprecated
+  // ones only when nothing else is left), as text. "" when there is no default route or its
+  // device has no such address; nullopt when a dump failed.
+  std::optional<std::string> native_source(common::IpFamily family);
 
  private:
   // Sends the request at `nlh` on `s` and runs `on_message` on each answer until the

@@ -1,7 +1,5 @@
 #include "client/kernel/routing.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -94,27 +92,6 @@ std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec&
     }
   }
   return cmds;
-}
-
-std::string native_source_address(const char* family) {
-  auto routes = net::run_process({"ip", "-j", family, "route", "show", "default", "table", "main"});
-  if (!routes.ok()) return {};
-  const auto list = nlohmann::json::parse(routes.output, nullptr, false);
-  if (!list.is_array() || list.empty()) return {};
-  const auto& route = list.front();
-  if (route.contains("prefsrc") && route["prefsrc"].is_string()) return route["prefsrc"];
-  if (!route.contains("dev") || !route["dev"].is_string()) return {};
-  auto addrs = net::run_process({"ip", "-j", family, "address", "show", "dev",
-                            route["dev"].get<std::string>(), "scope", "global"});
-  const auto links = nlohmann::json::parse(addrs.output, nullptr, false);
-  if (!addrs.ok() || !links.is_array()) return {};
-  for (const auto& link : links) {
-    if (!link.contains("addr_info")) continue;
-    for (const auto& a : link["addr_info"]) {
-      if (a.contains("local") && a["local"].is_string()) return a["local"];
-    }
-  }
-  return {};
 }
 
 std::vector<std::pair<std::uint32_t, int>> routing_rule_priorities(const RoutingSpec& s,

@@ -47,11 +47,6 @@ struct RoutingSpec {
 // The routed table's routes (`ip route replace ...`) and rules, per family, in order.
 std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec& spec);
 
-// The address the main table's default route would give a socket of `family` ("-4", "-6"):
-// its preferred source, else the first global address of its device. Empty when there is
-// no default route.
-std::string native_source_address(const char* family);
-
 // The `ip rule` argument lists that install_routing runs, per family ("-4", "-6").
 std::vector<std::vector<std::string>> routing_commands(const RoutingSpec& spec);
 

@@ -45,7 +45,8 @@ common::Outcome StateWatch::open() {
     route_ = *opened;
     if (auto s = subscribe(route_, "rtnetlink", {RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE,
                                                  RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
-                                                 RTNLGRP_LINK, RTNLGRP_TC});
+                                                 RTNLGRP_LINK, RTNLGRP_TC,
+                                                 RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR});
         !s) {
       return s;
     }
@@ -73,8 +74,17 @@ bool StateWatch::drain_route() {
       case RTM_DELLINK:
       case RTM_DELTFILTER:  // a guard's clsact filter removed
       case RTM_DELQDISC:
+      case RTM_NEWADDR:  // the native source address may have changed (follow_network)
+      case RTM_DELADDR:
         relevant = true;
         break;
+      case RTM_NEWROUTE: {  // a new default route: a new uplink, gateway or source
+        const auto* rtm = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(h));
+        if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(rtmsg)) && rtm->rtm_dst_len == 0) {
+          relevant = true;
+        }
+        break;
+      }
       default:
         break;
     }

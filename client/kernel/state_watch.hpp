@@ -1,9 +1,11 @@
 // StateWatch: the kernel's announcements of changes to the state the daemon owns, so that
 // self-healing (client/daemon/healer.hpp) checks at once instead of at its next periodic
 // check: rtnetlink's rule groups (RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE), route groups (a
-// deleted route), link group (a device down or up, gone or new) and tc group (a filter
-// removed); nfnetlink's NFNLGRP_NFTABLES (a table, chain or rule deleted). Announcements of
-// set elements (the daemon's own flow sets) and of additions wake nothing. Control plane.
+// deleted route; a new default route), address groups (an address added or removed: the
+// native source may follow), link group (a device down or up, gone or new) and tc group (a
+// filter removed); nfnetlink's NFNLGRP_NFTABLES (a table, chain or rule deleted).
+// Announcements of set elements (the daemon's own flow sets) and of other additions wake
+// nothing. Control plane.
 #pragma once
 
 #include "common/error.hpp"

@@ -1,7 +1,8 @@
 """quicstepd heals what other tools change (issue 25; docs/DESIGN.md invariant 6), in the
 lab (root): with the daemon running (a fresh one per fault), each fault of the soak that is not a restart — `nft
 flush ruleset`, `ip rule flush` (the other rules put back), the tc guard detached (routed
-path), the WireGuard device down for 2 s and up again, SIGHUP — and then, with nothing else
+path), the WireGuard device down for 2 s and up again, the native address changed (routed
+path: DHCP's new address), SIGHUP — and then, with nothing else
 done, fetches (gtlsclient, 100 KB over HTTP/3, IPv4 then IPv6) must work again within
 RECOVER_S of the fault, the first fetch started after it included, and a capture on the
 censor's client-facing link (the native link) must hold no DNS, no TCP and no QUIC long
@@ -221,6 +222,52 @@ class Healing(artifacts.KeepOnFailure, unittest.TestCase):
         st = self.status()
         self.assertTrue(st["channel"]["up"])
         self.assertEqual(st["channel"]["downs"], downs + 1)
+
+    @unittest.skipUnless(ROUTED, "the queue path's sockets take the main table's source")
+    def test_address_change(self):
+        """DHCP gave a new address (a new Wi-Fi): the old one goes, the default route names
+        the new one. DNS, TCP and QUIC handshakes keep the channel, and QUIC data the native
+        path, from the new address (the channel route's source follows it)."""
+        c = self.lab["client"]["native"]
+        old = {4: c["v4"][0], 6: c["v6"][0]}
+        new = {4: old[4].rsplit(".", 1)[0] + ".9", 6: old[6].rsplit(":", 1)[0] + ":9"}
+        plen = {4: "24", 6: "64"}
+        gateway = {4: c["gateway_v4"], 6: c["gateway_v6"]}
+        routes = {fam: json.loads(self.sh("ip", "-j", f"-{fam}", "route", "show", "default")
+                                  .stdout or "[]") for fam in (4, 6)}
+        self.client_native |= set(new.values())
+        changes = self.status()["routed"]["source_changes"]
+
+        def move(frm, to, src):
+            for fam in (4, 6):
+                self.sh("ip", f"-{fam}", "addr", "add", f"{to[fam]}/{plen[fam]}", "dev",
+                        self.native_if, *(["nodad"] if fam == 6 else []))
+                self.sh("ip", f"-{fam}", "route", "replace", "default", "via", gateway[fam],
+                        "dev", self.native_if, *(["src", to[fam]] if src else []))
+                self.sh("ip", f"-{fam}", "addr", "del", f"{frm[fam]}/{plen[fam]}", "dev",
+                        self.native_if)
+
+        try:
+            native_before = self.status()["paths"]["native"]["in_bytes"]
+            self.run_fault("address_change", lambda: move(old, new, True))
+            st = self.status()
+            self.assertEqual(st["routed"]["native_source"], {"v4": new[4], "v6": new[6]})
+            self.assertEqual(st["routed"]["source_changes"], changes + 2)
+            # The fetches after the change went native: the routed path did not become a full
+            # VPN from the old source's loss. Three 100 KB fetches are counted (the one before
+            # the fault, then IPv4 and IPv6 after it): about 300 KB native when all went
+            # native, about 100 KB when only the one before did (the bug this guards).
+            native = st["paths"]["native"]["in_bytes"] - native_before
+            print(f"[address_change] native in_bytes over the three fetches: {native}",
+                  flush=True)
+            self.assertGreater(native, 220_000, "the fetches after the change did not go native")
+        finally:
+            move(new, old, False)
+            for fam in (4, 6):  # the default route as the lab made it
+                for r in routes[fam]:
+                    words = ["default", "via", r["gateway"], "dev", r["dev"]] if "gateway" in r \
+                        else ["default", "dev", r["dev"]]
+                    self.sh("ip", f"-{fam}", "route", "replace", *words)
 
     def test_sighup(self):
         reloads = self.status()["daemon"]["reloads"]

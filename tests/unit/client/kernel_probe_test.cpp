@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "client/kernel/routing.hpp"
 #include "net/process.hpp"
@@ -90,6 +92,75 @@ TEST(KernelProbe, RulesAndRoutesSeenAfterFlushRestored) {
               if (p.has_default_route(IpFamily::v4, 51820, ifindex) != false) return "wrong table";
               if (auto e = run({"ip", "link", "set", "qsp0", "down"}); !e.empty()) return e;
               if (p.has_default_route(IpFamily::v4, 51821, ifindex) != false) return "route stays";
+              return "";
+            }),
+            "");
+}
+
+// The routed path's native source: what a new socket would get, and what follows a change.
+TEST(KernelProbe, NativeSourceFollowsRoutesAndAddresses) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
+  EXPECT_EQ(in_private_netns([]() -> std::string {
+              for (const auto& cmd : std::vector<std::vector<std::string>>{
+                       {"ip", "link", "add", "qsp0", "type", "veth", "peer", "name", "qsp1"},
+                       {"ip", "link", "add", "qsp2", "type", "veth", "peer", "name", "qsp3"},
+                       {"ip", "link", "set", "qsp1", "up"},
+                       {"ip", "link", "set", "qsp3", "up"},
+                       {"ip", "link", "set", "qsp0", "up"},
+                       {"ip", "link", "set", "qsp2", "up"}}) {
+                if (auto e = run(cmd); !e.empty()) return e;
+              }
+              KernelProbe p;
+              if (auto opened = p.open(); !opened) return opened.error().message;
+              auto expect = [&](IpFamily fam, const std::string& want,
+                                const char* when) -> std::string {
+                const auto got = p.native_source(fam);
+                if (!got) return std::string(when) + ": dump failed";
+                if (*got != want) return std::string(when) + ": `" + *got + "', want `" + want + "'";
+                return "";
+              };
+              if (auto e = expect(IpFamily::v4, "", "no route"); !e.empty()) return e;
+              std::vector<std::pair<std::vector<std::string>, std::pair<IpFamily, std::string>>>
+                  steps = {
+                      // The device's address, then a route's preferred source over it.
+                      {{"ip", "addr", "add", "198.18.7.2/24", "dev", "qsp0"}, {IpFamily::v4, ""}},
+                      {{"ip", "route", "add", "default", "via", "198.18.7.1", "dev", "qsp0",
+                        "metric", "100"},
+                       {IpFamily::v4, "198.18.7.2"}},
+                      {{"ip", "addr", "add", "198.18.7.3/24", "dev", "qsp0"},
+                       {IpFamily::v4, "198.18.7.2"}},
+                      {{"ip", "route", "change", "default", "via", "198.18.7.1", "dev", "qsp0",
+                        "src", "198.18.7.3", "metric", "100"},
+                       {IpFamily::v4, "198.18.7.3"}},
+                      // A second uplink of lower metric wins; gone, the first is back.
+                      {{"ip", "addr", "add", "198.18.8.2/24", "dev", "qsp2"},
+                       {IpFamily::v4, "198.18.7.3"}},
+                      {{"ip", "route", "add", "default", "via", "198.18.8.1", "dev", "qsp2",
+                        "metric", "50"},
+                       {IpFamily::v4, "198.18.8.2"}},
+                      {{"ip", "link", "set", "qsp2", "down"}, {IpFamily::v4, "198.18.7.3"}},
+                      // IPv6: a tentative address is not yet usable, a deprecated one last.
+                      {{"ip", "-6", "addr", "add", "2001:db8:7::2/64", "dev", "qsp0", "nodad",
+                        "preferred_lft", "0"},
+                       {IpFamily::v6, ""}},
+                      {{"ip", "-6", "route", "add", "default", "via", "2001:db8:7::1", "dev",
+                        "qsp0"},
+                       {IpFamily::v6, "2001:db8:7::2"}},
+                      {{"ip", "-6", "addr", "add", "2001:db8:7::3/64", "dev", "qsp0", "nodad"},
+                       {IpFamily::v6, "2001:db8:7::3"}},
+                      // ::4 is the peer's too: tentative, then failed duplicate detection.
+                      {{"ip", "-6", "addr", "add", "2001:db8:7::4/64", "dev", "qsp1", "nodad"},
+                       {IpFamily::v6, "2001:db8:7::3"}},
+                      {{"ip", "-6", "addr", "add", "2001:db8:7::4/64", "dev", "qsp0"},
+                       {IpFamily::v6, "2001:db8:7::3"}},
+                      {{"ip", "-6", "addr", "del", "2001:db8:7::3/64", "dev", "qsp0"},
+                       {IpFamily::v6, "2001:db8:7::2"}},
+                  };
+              for (const auto& [cmd, want] : steps) {
+                if (auto e = run(cmd); !e.empty()) return e;
+                const std::string when = "after " + cmd[cmd.size() > 4 ? 4 : cmd.size() - 1];
+                if (auto e = expect(want.first, want.second, when.c_str()); !e.empty()) return e;
+              }
               return "";
             }),
             "");

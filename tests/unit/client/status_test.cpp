@@ -54,5 +54,16 @@ TEST(Status, MetricsTextHasOneHeaderPerMetricAndLabelledSamples) {
   EXPECT_EQ(m.back(), '\n');
 }
 
+TEST(Status, RoutedSourceChangesAreAMetric) {
+  Classifier c(Policy{});
+  StatusSnapshot s;
+  s.classifier = &c;
+  nlohmann::json j = status_json(s);
+  EXPECT_EQ(metrics_text(j).find("quicstep_native_source_changes_total"), std::string::npos);
+  j["routed"] = {{"source_changes", 2}};  // the routed path's section (add_status_json)
+  EXPECT_NE(metrics_text(j).find("\nquicstep_native_source_changes_total 2\n"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace quicstep::client::daemon

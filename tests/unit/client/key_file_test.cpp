@@ -1,0 +1,109 @@
+// The private key's files: wg-quick's world-accessible check and the 0600 copy for setconf.
+#include "client/daemon/key_file.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace quicstep::client::daemon {
+namespace {
+
+class KeyFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/qs-key-file-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ::chmod(dir_.c_str(), 0755);
+  }
+  void TearDown() override {
+    for (const char* name : {"/wg0.conf", "/other", "/link", "/sub/wg0.conf"}) {
+      ::unlink((dir_ + name).c_str());
+    }
+    ::rmdir((dir_ + "/sub").c_str());
+    ::rmdir(dir_.c_str());
+  }
+  std::string file(const std::string& name, mode_t mode) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << "[Interface]\nPrivateKey = x\n";
+    ::chmod(path.c_str(), mode);
+    return path;
+  }
+  static mode_t mode_of(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(path.c_str(), &st), 0);
+    return st.st_mode & 07777;
+  }
+  static std::string content(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+  std::string dir_;
+};
+
+TEST_F(KeyFile, WarnsAsWgQuickDoesWhenOthersCanReach) {
+  const auto open = world_accessible_warning(file("wg0.conf", 0644));
+  ASSERT_TRUE(open.has_value());
+  EXPECT_NE(open->find("wg0.conf"), std::string::npos);
+  EXPECT_NE(open->find("0644"), std::string::npos);
+  EXPECT_FALSE(world_accessible_warning(file("wg0.conf", 0600)).has_value());
+  EXPECT_FALSE(world_accessible_warning(file("wg0.conf", 0640)).has_value());  // group only
+  EXPECT_TRUE(world_accessible_warning(file("wg0.conf", 0604)).has_value());
+}
+
+TEST_F(KeyFile, AClosedFolderKeepsAnOpenFilePrivate) {
+  ::mkdir((dir_ + "/sub").c_str(), 0700);
+  const std::string path = file("sub/wg0.conf", 0644);
+  EXPECT_FALSE(world_accessible_warning(path).has_value());
+  ::chmod((dir_ + "/sub").c_str(), 0711);  // others may pass through: the file is reachable
+  EXPECT_TRUE(world_accessible_warning(path).has_value());
+}
+
+TEST_F(KeyFile, AMissingFileGivesNoWarning) {
+  EXPECT_FALSE(world_accessible_warning(dir_ + "/absent.conf").has_value());
+}
+
+TEST_F(KeyFile, PrivateFileIsOwnerOnlyWhateverTheUmask) {
+  const mode_t old = ::umask(0);  // the laxest umask: an ofstream would create 0666
+  const std::string path = dir_ + "/wg0.conf";
+  const auto written = write_private_file(path, "PrivateKey = secret\n");
+  ::umask(old);
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  EXPECT_EQ(mode_of(path), 0600u);
+  EXPECT_EQ(content(path), "PrivateKey = secret\n");
+}
+
+TEST_F(KeyFile, PrivateFileReplacesAnOpenFileInsteadOfWritingIntoIt) {
+  const std::string path = file("wg0.conf", 0666);
+  ASSERT_TRUE(write_private_file(path, "new\n").ok());
+  EXPECT_EQ(mode_of(path), 0600u);
+  EXPECT_EQ(content(path), "new\n");
+}
+
+TEST_F(KeyFile, PrivateFileDoesNotFollowASymbolicLink) {
+  const std::string target = file("other", 0644);
+  const std::string link = dir_ + "/link";
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  ASSERT_TRUE(write_private_file(link, "secret\n").ok());
+  EXPECT_EQ(content(target), "[Interface]\nPrivateKey = x\n");  // the link's target untouched
+  EXPECT_EQ(mode_of(link), 0600u);                               // a new regular file
+  EXPECT_EQ(content(link), "secret\n");
+}
+
+TEST_F(KeyFile, PrivateFileSaysWhyItCannotBeCreated) {
+  const auto written = write_private_file(dir_ + "/no/such/folder/wg0.conf", "x");
+  ASSERT_FALSE(written.ok());
+  EXPECT_NE(written.error().message.find("no/such/folder"), std::string::npos);
+  EXPECT_NE(written.error().message.find("No such file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace quicstep::client::daemon
