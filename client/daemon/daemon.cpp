@@ -20,6 +20,7 @@
 
 #include "client/core/classifier.hpp"
 #include "client/daemon/channel.hpp"
+#include "client/daemon/channel_health.hpp"
 #include "client/daemon/control_server.hpp"
 #include "client/daemon/healer.hpp"
 #include "client/daemon/native_path.hpp"
@@ -27,6 +28,7 @@
 #include "client/daemon/routed_path.hpp"
 #include "client/daemon/specs.hpp"
 #include "client/daemon/status.hpp"
+#include "client/daemon/wireguard_reading.hpp"
 #include "client/kernel/kernel_probe.hpp"
 #include "client/kernel/kernel_rules.hpp"
 #include "client/kernel/link_watch.hpp"
@@ -120,6 +122,10 @@ struct Daemon::Impl {
   std::uint64_t channel_downs = 0;
   common::Timestamp channel_down_since;
   std::string notified_status;
+  // The channel's health (channel_health.hpp), from WireGuard's own state every second.
+  ChannelHealthJudge channel_health;
+  asio::steady_timer health_timer{io};
+  std::string health_read_error;  // the last reading's failure, logged once per change
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
 
@@ -145,6 +151,9 @@ struct Daemon::Impl {
   void post_heal();
   void heal_now();
   void update_channel_link();
+  void arm_health_timer();
+  void judge_channel();
+  void notify_status();
   void reload();
   nlohmann::json status();
   std::string control_request(const std::string& request);
@@ -171,6 +180,8 @@ common::Outcome Daemon::Impl::start() {
   arm_expiry();
   watch_channel();
   setup_healing();
+  judge_channel();
+  arm_health_timer();
   stop_signals.async_wait([this](const boost::system::error_code&, int sig) {
     spdlog::info("signal {}: stopping", sig);
     sd_notify(0, "STOPPING=1");
@@ -500,17 +511,69 @@ void Daemon::Impl::heal_now() {
   path->follow_network();  // a new source first: the route check then wants the new one
   healer.check();
   drain_events();  // flow rules restored or dropped may have changed the classifier's view
+  notify_status();
+  arm_heal_timer();
+}
+
+// The systemd status line: the worst of the channel's state and the kernel state's.
+void Daemon::Impl::notify_status() {
   std::string text = "deciding";
   if (!channel_up) {
     text = "channel " + config.daemon.channel_interface + " down: failed closed";
   } else if (!healer.healthy()) {
     text = "kernel state missing, failed closed (quicstepctl status: healing)";
+  } else if (channel_health.state() == ChannelHealth::unanswered) {
+    text = "channel " + config.daemon.channel_interface +
+           " unanswered (WireGuard sends, nothing comes back): DNS, TCP and QUIC handshakes "
+           "fail until it answers";
   }
   if (text != notified_status) {
     notified_status = text;
     sd_notify(0, ("STATUS=" + text).c_str());
   }
-  arm_heal_timer();
+}
+
+void Daemon::Impl::arm_health_timer() {
+  health_timer.expires_after(std::chrono::seconds(1));
+  health_timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    judge_channel();
+    arm_health_timer();
+  });
+}
+
+// One reading of the channel's WireGuard state; a change of health is logged.
+void Daemon::Impl::judge_channel() {
+  const std::string& ifname = config.daemon.channel_interface;
+  std::optional<WireGuardReading> reading;
+  if (channel_up) {
+    auto read = read_wireguard(ifname);
+    const std::string error = read ? std::string() : read.error().message;
+    if (error != health_read_error) {
+      if (!error.empty()) spdlog::warn("channel health: cannot read {}: {}", ifname, error);
+      health_read_error = error;
+    }
+    if (read) reading = std::move(*read);
+  }
+  const ChannelHealth before = channel_health.state();
+  const auto unix_now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  const ChannelHealth now =
+      channel_health.update(net::monotonic_now(), unix_now, channel_up, reading);
+  if (now == before) return;
+  if (now == ChannelHealth::unanswered) {
+    spdlog::warn("channel {} unanswered: WireGuard has sent for {} s and received nothing "
+                 "(the provider is gone, or WireGuard is blocked); DNS, TCP and QUIC "
+                 "handshakes fail until it answers",
+                 ifname, std::chrono::duration_cast<std::chrono::seconds>(
+                             ChannelHealthOptions{}.unanswered_after).count());
+  } else if (before == ChannelHealth::unanswered && now == ChannelHealth::working) {
+    spdlog::warn("channel {} answers again", ifname);
+  } else {
+    spdlog::info("channel {} health: {} -> {}", ifname, to_string(before), to_string(now));
+  }
+  notify_status();
 }
 
 // Whether the channel device is up. While it is down (or gone) channel packets find no route
@@ -616,6 +679,16 @@ nlohmann::json Daemon::Impl::status() {
   j["channel"]["down_for_s"] =
       channel_up ? 0.0
                  : std::chrono::duration<double>(net::monotonic_now() - channel_down_since).count();
+  j["channel"]["health"] = std::string(to_string(channel_health.state()));
+  j["channel"]["unanswered_episodes"] = channel_health.unanswered_episodes();
+  j["channel"]["handshake_age_s"] = channel_health.handshake_age_s()
+                                        ? nlohmann::json(*channel_health.handshake_age_s())
+                                        : nlohmann::json(nullptr);
+  if (const auto& r = channel_health.last_reading()) {
+    std::uint64_t rx = 0, tx = 0;
+    for (const auto& peer : r->peers) rx += peer.rx_bytes, tx += peer.tx_bytes;
+    j["channel"]["wireguard"] = {{"peers", r->peers.size()}, {"rx_bytes", rx}, {"tx_bytes", tx}};
+  }
   j["healing"] = healer.status_json();
   path->add_status_json(j);
   return j;

@@ -46,8 +46,17 @@ std::string human_bytes(double b) {
 
 void print_human(const nlohmann::json& s) {
   const nlohmann::json sw = s.value("native_switch", nlohmann::json::object());
-  std::cout << "channel: " << s["channel"]["interface"].get<std::string>() << " ("
-            << s["channel"]["addressing"].get<std::string>() << ")\n";
+  const nlohmann::json& ch = s["channel"];
+  std::cout << "channel: " << ch["interface"].get<std::string>() << " ("
+            << ch["addressing"].get<std::string>() << ")";
+  if (ch.contains("health")) {
+    std::cout << ", " << ch["health"].get<std::string>();
+    if (ch.contains("handshake_age_s") && ch["handshake_age_s"].is_number()) {
+      std::cout << ", handshake " << ch["handshake_age_s"] << " s ago";
+    }
+    std::cout << ", unanswered " << ch.value("unanswered_episodes", 0) << " times";
+  }
+  std::cout << "\n";
   std::cout << "native path: " << s.value("native_path", "queue");
   if (s.contains("routed_unavailable")) {
     std::cout << " (routed unavailable: " << s["routed_unavailable"].get<std::string>() << ")";

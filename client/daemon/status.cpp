@@ -178,6 +178,26 @@ std::string metrics_text(const nlohmann::json& s) {
     metric("quicstep_channel_downs_total", "counter", "Times the channel device went down",
            {{"", s["channel"]["downs"]}});
   }
+  if (s.contains("channel") && s["channel"].contains("health")) {
+    const auto& ch = s["channel"];
+    const std::string health = ch["health"].get<std::string>();
+    auto is = [&](const char* state) { return nlohmann::json(health == state ? 1 : 0); };
+    metric("quicstep_channel_health", "gauge",
+           "1 for the channel's health now (WireGuard's handshake age and traffic)",
+           {{"{state=\"working\"}", is("working")},
+            {"{state=\"idle\"}", is("idle")},
+            {"{state=\"unanswered\"}", is("unanswered")},
+            {"{state=\"down\"}", is("down")},
+            {"{state=\"unknown\"}", is("unknown")}});
+    metric("quicstep_channel_unanswered_total", "counter",
+           "Times the channel sent for 20 s and received nothing",
+           {{"", ch.value("unanswered_episodes", 0)}});
+    if (ch.contains("handshake_age_s") && ch["handshake_age_s"].is_number()) {
+      metric("quicstep_channel_handshake_age_seconds", "gauge",
+             "Seconds since the channel's latest WireGuard handshake",
+             {{"", ch["handshake_age_s"]}});
+    }
+  }
   if (s.contains("routed") && s["routed"].contains("source_changes")) {
     metric("quicstep_native_source_changes_total", "counter",
            "Times the routed path's channel route followed a new native source address",
