@@ -23,6 +23,9 @@ from qs_support import artifacts, captures, certs, procs, quicstepd
 from qs_support import lab as qslab
 
 RECOVER_S = 1.5  # from the end of the fault to the end of the first good fetch
+# From WireGuard blocked to the status saying so: 20 s of sending without an answer (the
+# judge's bound), the first send up to 2 s after the block (a fetch), 1 s between readings.
+UNANSWERED_S = 25
 SHORT = "100K.bin"
 ROUTED = os.environ.get("QSD_NATIVE_PATH") != "queue"
 
@@ -268,6 +271,55 @@ class Healing(artifacts.KeepOnFailure, unittest.TestCase):
                     words = ["default", "via", r["gateway"], "dev", r["dev"]] if "gateway" in r \
                         else ["default", "dev", r["dev"]]
                     self.sh("ip", f"-{fam}", "route", "replace", *words)
+
+    def test_channel_unanswered(self):
+        """A censor that blocks WireGuard (every datagram to or from the provider's port
+        dropped on the native link) for 35 s: the status says the channel is unanswered
+        within UNANSWERED_S of the first unanswered send, nothing leaks meanwhile, and once
+        the block is lifted the channel is working again and fetches complete by themselves."""
+        cen = self.lab["censor"]["netns"]
+        port = self.lab["client"]["channel"]["endpoint"].rsplit(":", 1)[1]
+        episodes = self.status()["channel"]["unanswered_episodes"]
+        self.assertTrue(self.fetch(4, timeout=10)[0], "no fetch before the block")
+        self.assertEqual(self.status()["channel"]["health"], "working")
+        block = (f"table inet qs_test_block {{ chain forward {{ type filter hook forward "
+                 f"priority -10; udp dport {port} drop; udp sport {port} drop; }} }}")
+        cap, pcap = self.leak_capture("unanswered")
+        blocked = time.time()
+        subprocess.run(["ip", "netns", "exec", cen, "nft", "-f", "-"], input=block, text=True,
+                       check=True)
+        seen, healths = None, []
+        try:
+            while time.time() < blocked + 35:
+                self.fetch(4, timeout=2)  # fails: keeps WireGuard sending
+                h = self.status()["channel"]["health"]
+                healths.append((round(time.time() - blocked, 1), h))
+                if h == "unanswered" and seen is None:
+                    seen = time.time() - blocked
+        finally:
+            subprocess.run(["ip", "netns", "exec", cen, "nft", "delete", "table", "inet",
+                            "qs_test_block"], check=True)
+        lifted = time.time()
+        back, ok = None, False
+        while time.time() < lifted + 20 and not ok:
+            ok = self.fetch(4, timeout=4)[0]
+        if ok:
+            back = time.time() - lifted
+        st = self.status()
+        time.sleep(1.5)
+        self.procs.stop(cap)
+        leaks = captures.leaks(captures.inspect(pcap), self.client_native)
+        print(f"\n[unanswered] seen unanswered {seen} s after the block; the health read "
+              f"{healths[::3]}; a fetch worked {back} s after the lift; health "
+              f"{st['channel']['health']}; leaks {len(leaks)}", flush=True)
+        self.assertEqual(leaks[:5], [], "leaks on the native link while WireGuard was blocked")
+        self.assertIsNotNone(seen, "the status never said the channel was unanswered")
+        self.assertLessEqual(seen, UNANSWERED_S, "unanswered said too late")
+        self.assertGreaterEqual(seen, 15, "unanswered said before WireGuard could know")
+        self.assertIsNotNone(back, "no fetch worked within 20 s of the block's end")
+        self.assertEqual(st["channel"]["health"], "working")
+        self.assertEqual(st["channel"]["unanswered_episodes"], episodes + 1)
+        self.assertIsNone(self.daemon.poll(), "quicstepd exited")
 
     def test_sighup(self):
         reloads = self.status()["daemon"]["reloads"]
