@@ -686,7 +686,10 @@ nlohmann::json Daemon::Impl::status() {
                                         : nlohmann::json(nullptr);
   if (const auto& r = channel_health.last_reading()) {
     std::uint64_t rx = 0, tx = 0;
-    for (const auto& peer : r->peers) rx += peer.rx_bytes, tx += peer.tx_bytes;
+    for (const auto& peer : r->peers) {
+      rx += peer.rx_bytes;
+      tx += peer.tx_bytes;
+    }
     j["channel"]["wireguard"] = {{"peers", r->peers.size()}, {"rx_bytes", rx}, {"tx_bytes", tx}};
   }
   j["healing"] = healer.status_json();
