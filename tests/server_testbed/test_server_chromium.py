@@ -136,9 +136,10 @@ class ChromiumRebinding(artifacts.KeepOnFailure, unittest.TestCase):
         # The capture runs from before Chromium starts and is known to listen: a capture
         # started at the rebinding can come up after the rest of the body has gone (under
         # load it did, once: nothing counted although the server validated the new path).
-        dump = subprocess.Popen(["ip", "netns", "exec", env.NS_S, "tcpdump", "-i", env.IF_S,
-                                 "-s", "96", "-U", "-w", pcap, "udp"],
-                                stdout=subprocess.DEVNULL, stderr=open(pcap + ".log", "w"))
+        with open(pcap + ".log", "w") as log:  # tcpdump keeps its own descriptor
+            dump = subprocess.Popen(["ip", "netns", "exec", env.NS_S, "tcpdump", "-i",
+                                     env.IF_S, "-s", "96", "-U", "-w", pcap, "udp"],
+                                    stdout=subprocess.DEVNULL, stderr=log)
         if not captures.started(pcap):
             dump.terminate()
             dump.wait(timeout=5)
