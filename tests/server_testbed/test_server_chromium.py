@@ -7,7 +7,8 @@ how many bytes arrived). Once several MB have left the server, the client namesp
 Chromium's connection like a NAT: an nft rule (stateless, so Chromium does not notice)
 rewrites the source port of its packets to REBIND_PORT, and the destination port of the
 answers back. The outcome is checked from outside: the DOM, the server's counters and a
-capture on the server's interface (which client ports the server sent to after the change).
+capture on the server's interface from before Chromium starts (which client ports the
+server sent to after the change, by the packets' time stamps).
 
   full, port-only: the server validates the new port and sends there; the whole body arrives.
   stale-path:      the server keeps answering the original port (nothing to the new one).
@@ -24,7 +25,7 @@ import subprocess
 import time
 import unittest
 
-from qs_support import artifacts, binaries, chromium
+from qs_support import artifacts, binaries, captures, chromium
 from server_testbed.bench import srvt_env as env
 
 SERVER = binaries.path("quicstep-server", required=False) or ""
@@ -78,12 +79,16 @@ def rebind(port):
                    check=True, capture_output=True)
 
 
-def capture_ports(pcap, old_port):
+def capture_ports(pcap, old_port, since):
     """(server packets to the old port after the rebinding, to the new port, client packets
-    from the new port) read from the capture (started just before the rebinding)."""
-    out = env.sh("tcpdump", "-nn", "-r", pcap, "udp", check=False).stdout
+    from the new port) read from the capture, counting only packets stamped at or after
+    `since` (the rebinding's time.time(); tcpdump -tt stamps on the same clock)."""
+    out = env.sh("tcpdump", "-tt", "-nn", "-r", pcap, "udp", check=False).stdout
     to_old = to_new = from_new = 0
     for line in out.splitlines():
+        stamp = line.split(" ", 1)[0]
+        if not re.fullmatch(r"\d+\.\d+", stamp) or float(stamp) < since:
+            continue
         if f"{env.S4}.443 > {env.C4[0]}.{old_port}:" in line:
             to_old += 1
         elif f"{env.S4}.443 > {env.C4[0]}.{REBIND_PORT}:" in line:
@@ -128,34 +133,41 @@ class ChromiumRebinding(artifacts.KeepOnFailure, unittest.TestCase):
                                      PAGE_TIMEOUT, ("--enable-quic",
                                                     "--origin-to-force-quic-on=blocked.test:443",
                                                     f"--host-resolver-rules=MAP blocked.test {env.S4}"))
+        # The capture runs from before Chromium starts and is known to listen: a capture
+        # started at the rebinding can come up after the rest of the body has gone (under
+        # load it did, once: nothing counted although the server validated the new path).
+        with open(pcap + ".log", "w") as log:  # tcpdump keeps its own descriptor
+            dump = subprocess.Popen(["ip", "netns", "exec", env.NS_S, "tcpdump", "-i",
+                                     env.IF_S, "-s", "96", "-U", "-w", pcap, "udp"],
+                                    stdout=subprocess.DEVNULL, stderr=log)
+        if not captures.started(pcap):
+            dump.terminate()
+            dump.wait(timeout=5)
+            raise AssertionError("tcpdump on the server's link did not start")
         tx0 = server_tx_bytes()
         chrome = subprocess.Popen(["ip", "netns", "exec", env.NS_C, *cmd],
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        dump = None
         port = None
+        rebound_at = float("inf")
         try:
             deadline = time.time() + PAGE_TIMEOUT
             while time.time() < deadline and server_tx_bytes() - tx0 < REBIND_AFTER:
                 time.sleep(0.02)
             port = chromium_port()
             self.assertIsNotNone(port, "Chromium's UDP socket not found (transfer not started)")
-            dump = subprocess.Popen(["ip", "netns", "exec", env.NS_S, "tcpdump", "-i", env.IF_S,
-                                     "-s", "96", "-U", "-w", pcap, "udp"],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(0.3)  # tcpdump is listening
+            rebound_at = time.time()
             rebind(port)
             dom = chrome.communicate(timeout=PAGE_TIMEOUT + 15)[0]
         finally:
             if chrome.poll() is None:
                 chrome.kill()
                 chrome.wait()
-            if dump:
-                time.sleep(0.2)
-                dump.terminate()
-                dump.wait(timeout=5)
+            time.sleep(0.2)
+            dump.terminate()
+            dump.wait(timeout=5)
             env.netns(env.NS_C, "nft", "delete", "table", "ip", "qs_srvt_rebind", check=False)
             stats = server.stop()
-        counts = capture_ports(pcap, port)
+        counts = capture_ports(pcap, port, rebound_at)
         body = re.findall(r"body bytes: (\d+)", dom)
         print(f"\n  {behaviour}: body {body[-1] + ' bytes' if body else 'failed (no result)'};"
               f" after the rebinding, server -> old port {counts[0]}, -> new port {counts[1]},"
