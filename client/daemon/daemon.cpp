@@ -126,6 +126,9 @@ struct Daemon::Impl {
   ChannelHealthJudge channel_health;
   asio::steady_timer health_timer{io};
   std::string health_read_error;  // the last reading's failure, logged once per change
+  // The native source address per family at the last check (nullopt: not read yet).
+  std::optional<std::string> native_source_v4, native_source_v6;
+  std::uint64_t channel_rebinds = 0;
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
 
@@ -152,6 +155,8 @@ struct Daemon::Impl {
   void heal_now();
   void update_channel_link();
   void arm_health_timer();
+  bool native_source_changed();
+  void rebind_channel();
   void judge_channel();
   void notify_status();
   void reload();
@@ -508,11 +513,42 @@ void Daemon::Impl::post_heal() {
 void Daemon::Impl::heal_now() {
   check_devices();  // a re-created channel, a new device to guard
   update_channel_link();
-  path->follow_network();  // a new source first: the route check then wants the new one
+  // A new source first (the route check then wants the new one); the channel's
+  // wireguard-go then sends from it too.
+  const bool routed_moved = path->follow_network();
+  if (native_source_changed() || routed_moved) rebind_channel();
   healer.check();
   drain_events();  // flow rules restored or dropped may have changed the classifier's view
   notify_status();
   arm_heal_timer();
+}
+
+// Whether the source address a new native socket gets changed since the last check (both
+// paths: the channel's own datagrams leave from it). The first reading only records it.
+bool Daemon::Impl::native_source_changed() {
+  bool changed = false;
+  for (auto [family, last] : {std::pair{common::IpFamily::v4, &native_source_v4},
+                              std::pair{common::IpFamily::v6, &native_source_v6}}) {
+    const std::optional<std::string> now = probe.native_source(family);
+    if (!now) continue;  // a dump failed: judged at the next check
+    if (*last && **last != *now) changed = true;
+    *last = now;
+  }
+  return changed;
+}
+
+// wireguard-go keeps the source it last received on for each peer: after an address change
+// its sockets are opened again (rebind_wireguard), else the channel stays silent.
+void Daemon::Impl::rebind_channel() {
+  const std::string& ifname = config.daemon.channel_interface;
+  auto done = rebind_wireguard(ifname);
+  if (!done) {
+    spdlog::warn("native address changed; rebinding {}'s WireGuard failed: {}", ifname,
+                 done.error().message);
+  } else if (*done) {
+    ++channel_rebinds;
+    spdlog::info("native address changed: {}'s WireGuard sockets opened again", ifname);
+  }
 }
 
 // The systemd status line: the worst of the channel's state and the kernel state's.
@@ -681,6 +717,7 @@ nlohmann::json Daemon::Impl::status() {
                  : std::chrono::duration<double>(net::monotonic_now() - channel_down_since).count();
   j["channel"]["health"] = std::string(to_string(channel_health.state()));
   j["channel"]["unanswered_episodes"] = channel_health.unanswered_episodes();
+  j["channel"]["rebinds"] = channel_rebinds;
   j["channel"]["handshake_age_s"] = channel_health.handshake_age_s()
                                         ? nlohmann::json(*channel_health.handshake_age_s())
                                         : nlohmann::json(nullptr);

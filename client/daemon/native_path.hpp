@@ -94,8 +94,9 @@ class NativePath {
   virtual void on_devices_checked() = 0;
   // The network may have changed (an address, a default route, a second uplink: every heal
   // check and every announcement of one): the path follows it before the heal check
-  // (routed: the channel route's native source address).
-  virtual void follow_network() = 0;
+  // (routed: the channel route's native source address). Returns whether the native source
+  // address changed (the daemon then rebinds the channel's WireGuard).
+  virtual bool follow_network() = 0;
   // The nft table was installed anew (reload, re-created channel): its sets start empty.
   virtual void on_table_replaced() = 0;
   // The channel device was re-created and the table installed on it again.

@@ -42,8 +42,9 @@ class QueuePath final : public NativePath {
   void after_events() override;
 
   void on_devices_checked() override {}
-  // Sockets take their source from the main table themselves; the channel masquerades.
-  void follow_network() override {}
+  // Sockets take their source from the main table themselves; the channel masquerades. The
+  // daemon follows the source for the channel's WireGuard (Daemon::Impl::heal_now).
+  bool follow_network() override { return false; }
   void on_table_replaced() override;
   void on_channel_recreated() override {}
   void on_classifier_reset() override;

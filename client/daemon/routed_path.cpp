@@ -332,8 +332,9 @@ void RoutedPath::observe(const kernel::ObservedPacket& p) {
   schedule(key, d.not_before, f != nullptr && f->state == core::FlowState::native_pending, now);
 }
 
-void RoutedPath::follow_network() {
+bool RoutedPath::follow_network() {
   kernel::RoutingSpec& r = ctx_.routing_spec;
+  bool changed = false;
   for (auto [family, flag, source] : {std::tuple{common::IpFamily::v4, "-4", &r.source_v4},
                                       std::tuple{common::IpFamily::v6, "-6", &r.source_v6}}) {
     const std::optional<std::string> now = source_probe_.native_source(family);
@@ -359,7 +360,9 @@ void RoutedPath::follow_network() {
                  source->empty() ? "-" : *source, now->empty() ? "-" : *now);
     *source = *now;
     ++stats_.source_changes;
+    changed = true;
   }
+  return changed;
 }
 
 void RoutedPath::on_channel_recreated() {

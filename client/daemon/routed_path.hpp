@@ -93,7 +93,7 @@ class RoutedPath final : public NativePath {
   // channel's packets and the sockets connected from now on carry the address the native
   // path has; a family whose default route went loses its channel route (its channel
   // packets then meet `unreachable`). Counted (source_changes) and logged.
-  void follow_network() override;
+  bool follow_network() override;
   void on_table_replaced() override {}
   // The routed channel table's route went with the old device: the same route again.
   void on_channel_recreated() override;

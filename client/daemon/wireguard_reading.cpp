@@ -17,7 +17,9 @@ common::Failure failure(const std::string& what) {
   return common::Failure(what + ": " + std::strerror(errno));
 }
 
-common::Result<WireGuardReading, common::Failure> read_uapi(const std::string& path) {
+// One UAPI request on a fresh connection; the answer up to its closing empty line.
+common::Result<std::string, common::Failure> uapi_exchange(const std::string& path,
+                                                            const std::string& request) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) return common::Failure(path + ": path too long");
@@ -34,8 +36,8 @@ common::Result<WireGuardReading, common::Failure> read_uapi(const std::string& p
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
     return failure("connect " + path);
   }
-  static constexpr char kGet[] = "get=1\n\n";
-  if (::send(fd, kGet, sizeof kGet - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof kGet - 1)) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
     return failure("send to " + path);
   }
   std::string answer;
@@ -49,18 +51,48 @@ common::Result<WireGuardReading, common::Failure> read_uapi(const std::string& p
     answer.append(buf, static_cast<std::size_t>(n));
     if (answer.size() > (1u << 20)) return common::Failure(path + ": answer too long");
   }
-  return parse_uapi_get(answer);
+  return answer;
+}
+
+std::string uapi_path(const std::string& interface) {
+  return "/var/run/wireguard/" + interface + ".sock";
 }
 
 }  // namespace
 
 common::Result<WireGuardReading, common::Failure> read_wireguard(const std::string& interface) {
-  const std::string sock = "/var/run/wireguard/" + interface + ".sock";
-  if (::access(sock.c_str(), F_OK) == 0) return read_uapi(sock);
+  const std::string sock = uapi_path(interface);
+  if (::access(sock.c_str(), F_OK) == 0) {
+    auto answer = uapi_exchange(sock, "get=1\n\n");
+    if (!answer) return answer.error();
+    return parse_uapi_get(*answer);
+  }
   const std::vector<std::string> cmd{"wg", "show", interface, "dump"};
   const auto r = net::run_process(cmd);
   if (!r.ok()) return common::Failure(net::describe(cmd, r));
   return parse_wg_dump(r.output);
+}
+
+common::Result<bool, common::Failure> rebind_wireguard(const std::string& interface) {
+  const std::string sock = uapi_path(interface);
+  if (::access(sock.c_str(), F_OK) != 0) return false;
+  auto answer = uapi_exchange(sock, "get=1\n\n");
+  if (!answer) return answer.error();
+  std::string port;
+  for (std::size_t at = 0; at < answer->size();) {
+    const std::size_t nl = answer->find('\n', at);
+    const std::string line = answer->substr(at, nl == std::string::npos ? nl : nl - at);
+    if (line.rfind("listen_port=", 0) == 0) port = line.substr(12);
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  if (port.empty()) return common::Failure(sock + ": no listen_port in its answer");
+  auto set = uapi_exchange(sock, "set=1\nlisten_port=" + port + "\n\n");
+  if (!set) return set.error();
+  if (set->find("errno=0") == std::string::npos) {
+    return common::Failure(sock + ": listen_port=" + port + " refused: " + *set);
+  }
+  return true;
 }
 
 }  // namespace quicstep::client::daemon

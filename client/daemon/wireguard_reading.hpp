@@ -14,4 +14,12 @@ namespace quicstep::client::daemon {
 // Errors: the socket's (connect, send, receive, timeout) and `wg`'s, and the parsers'.
 common::Result<WireGuardReading, common::Failure> read_wireguard(const std::string& interface);
 
+// After the native source address changed: makes wireguard-go open its sockets again on the
+// same port (UAPI `set=1` with its own `listen_port`, which also clears every peer's cached
+// source address). Without it wireguard-go keeps sending from the source it last received
+// on — an address that may be gone — and the channel stays silent. The kernel's WireGuard
+// (no UAPI socket) needs nothing: it drops a stale source itself. Returns true when a rebind
+// was asked for. Errors: the socket's, and wireguard-go's errno.
+common::Result<bool, common::Failure> rebind_wireguard(const std::string& interface);
+
 }  // namespace quicstep::client::daemon
