@@ -264,6 +264,9 @@ class Soak:
             self.record_fault(name, f"{old4} -> {new4}, {old6} -> {new6}")
             gw4 = self.lab["client"]["native"]["gateway_v4"]
             gw6 = self.lab["client"]["native"]["gateway_v6"]
+            # The new address is a secondary one in the old one's subnet: without promotion
+            # (systemd's sysctl defaults turn it on) the kernel deletes it with the primary.
+            self.sh("sysctl", "-qw", f"net.ipv4.conf.{self.native_if}.promote_secondaries=1")
             self.sh("ip", "addr", "add", f"{new4}/24", "dev", self.native_if)
             self.sh("ip", "-6", "addr", "add", f"{new6}/64", "dev", self.native_if, "nodad")
             self.sh("ip", "route", "replace", "default", "via", gw4, "src", new4)
