@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <vector>
 
 #include "net/netlink_socket.hpp"
@@ -212,6 +213,22 @@ int KernelProbe::exchange(mnl_socket* s, nlmsghdr* nlh,
   }
 }
 
+static_assert(offsetof(rtmsg, rtm_family) == 0 && offsetof(ifaddrmsg, ifa_family) == 0 &&
+              offsetof(fib_rule_hdr, family) == 0);
+
+int KernelProbe::dump(std::uint16_t type, int family, std::size_t header_size,
+                      int (*on_message)(const nlmsghdr*, void*), void* data) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = type;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  nlh->nlmsg_seq = seq_++;
+  // rtmsg, ifaddrmsg and fib_rule_hdr all begin with their family octet.
+  auto* header = static_cast<std::uint8_t*>(mnl_nlmsg_put_extra_header(nlh, header_size));
+  header[0] = static_cast<std::uint8_t>(family);
+  return exchange(route_, nlh, on_message, data);
+}
+
 std::optional<bool> KernelProbe::nft_table_exists(std::uint8_t family, const std::string& name) {
   std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
   nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
@@ -233,16 +250,8 @@ std::optional<bool> KernelProbe::nft_table_exists(std::uint8_t family, const std
 
 std::optional<std::map<std::uint32_t, int>> KernelProbe::rule_priorities(
     common::IpFamily family) {
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
-  nlh->nlmsg_type = RTM_GETRULE;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  nlh->nlmsg_seq = seq_++;
-  auto* hdr = static_cast<fib_rule_hdr*>(mnl_nlmsg_put_extra_header(nlh, sizeof(fib_rule_hdr)));
-  hdr->family = static_cast<std::uint8_t>(af(family));
   RuleCount count;
-  if (exchange(route_, nlh, count_rule, &count) !=
-      0) {
+  if (dump(RTM_GETRULE, af(family), sizeof(fib_rule_hdr), count_rule, &count) != 0) {
     return std::nullopt;
   }
   return count.by_priority;
@@ -250,41 +259,22 @@ std::optional<std::map<std::uint32_t, int>> KernelProbe::rule_priorities(
 
 std::optional<bool> KernelProbe::has_default_route(common::IpFamily family, std::uint32_t table,
                                                    unsigned ifindex) {
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
-  nlh->nlmsg_type = RTM_GETROUTE;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  nlh->nlmsg_seq = seq_++;
-  auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
-  rtm->rtm_family = static_cast<std::uint8_t>(af(family));
   RouteQuery q{table, ifindex, false};
-  if (exchange(route_, nlh, match_route, &q) != 0) {
-    return std::nullopt;
-  }
+  if (dump(RTM_GETROUTE, af(family), sizeof(rtmsg), match_route, &q) != 0) return std::nullopt;
   return q.found;
 }
 
 std::optional<std::string> KernelProbe::native_source(common::IpFamily family) {
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
-  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
-  nlh->nlmsg_type = RTM_GETROUTE;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  nlh->nlmsg_seq = seq_++;
-  auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
-  rtm->rtm_family = static_cast<std::uint8_t>(af(family));
   DefaultRoute route;
-  if (exchange(route_, nlh, pick_default_route, &route) != 0) return std::nullopt;
+  if (dump(RTM_GETROUTE, af(family), sizeof(rtmsg), pick_default_route, &route) != 0) {
+    return std::nullopt;
+  }
   if (!route.found) return std::string();
   if (!route.prefsrc.empty()) return route.prefsrc;
-
-  nlh = mnl_nlmsg_put_header(buf.data());
-  nlh->nlmsg_type = RTM_GETADDR;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  nlh->nlmsg_seq = seq_++;
-  auto* ifa = static_cast<ifaddrmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifaddrmsg)));
-  ifa->ifa_family = static_cast<std::uint8_t>(af(family));
   AddressQuery q{route.oif, {}, {}};
-  if (exchange(route_, nlh, pick_address, &q) != 0) return std::nullopt;
+  if (dump(RTM_GETADDR, af(family), sizeof(ifaddrmsg), pick_address, &q) != 0) {
+    return std::nullopt;
+  }
   return !q.usable.empty() ? q.usable : q.deprecated;
 }
 

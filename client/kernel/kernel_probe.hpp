@@ -5,6 +5,7 @@
 // every announcement of a change and every 500 ms. Control plane; not thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -50,6 +51,12 @@ class KernelProbe {
   // dump's end or an error. Returns 0 or the errno (the kernel's, or the socket's).
   int exchange(mnl_socket* s, nlmsghdr* nlh, int (*on_message)(const nlmsghdr*, void*),
                void* data);
+
+  // An rtnetlink dump of `type` (RTM_GETRULE, RTM_GETROUTE, RTM_GETADDR) for `family`
+  // (AF_INET, AF_INET6), whose fixed header of `header_size` octets starts with the family:
+  // exchange()'s result.
+  int dump(std::uint16_t type, int family, std::size_t header_size,
+           int (*on_message)(const nlmsghdr*, void*), void* data);
 
   mnl_socket* route_ = nullptr;
   mnl_socket* nft_ = nullptr;
