@@ -155,7 +155,7 @@ struct Daemon::Impl {
   void heal_now();
   void update_channel_link();
   void arm_health_timer();
-  bool native_source_changed();
+  bool native_source_changed(const NativeSources& sources);
   void rebind_channel();
   void judge_channel();
   void notify_status();
@@ -381,6 +381,10 @@ void Daemon::Impl::setup_healing() {
     spdlog::error("self-healing off: {}", opened.error().message);
     return;
   }
+  // The sources as the native path started with them: a change before the first check
+  // counts (native_source_changed).
+  native_source_v4 = probe.native_source(common::IpFamily::v4);
+  native_source_v6 = probe.native_source(common::IpFamily::v6);
   OwnedPiece table;
   table.piece = Piece::nft_table;
   table.present = [this]() -> std::optional<bool> {
@@ -515,8 +519,10 @@ void Daemon::Impl::heal_now() {
   update_channel_link();
   // A new source first (the route check then wants the new one); the channel's
   // wireguard-go then sends from it too.
-  const bool routed_moved = path->follow_network();
-  if (native_source_changed() || routed_moved) rebind_channel();
+  const NativeSources sources{probe.native_source(common::IpFamily::v4),
+                              probe.native_source(common::IpFamily::v6)};
+  path->follow_network(sources);
+  if (native_source_changed(sources)) rebind_channel();
   healer.check();
   drain_events();  // flow rules restored or dropped may have changed the classifier's view
   notify_status();
@@ -525,11 +531,11 @@ void Daemon::Impl::heal_now() {
 
 // Whether the source address a new native socket gets changed since the last check (both
 // paths: the channel's own datagrams leave from it). The first reading only records it.
-bool Daemon::Impl::native_source_changed() {
+bool Daemon::Impl::native_source_changed(const NativeSources& sources) {
   bool changed = false;
-  for (auto [family, last] : {std::pair{common::IpFamily::v4, &native_source_v4},
-                              std::pair{common::IpFamily::v6, &native_source_v6}}) {
-    const std::optional<std::string> now = probe.native_source(family);
+  for (auto [read, last] : {std::pair{&sources.v4, &native_source_v4},
+                            std::pair{&sources.v6, &native_source_v6}}) {
+    const std::optional<std::string>& now = *read;
     if (!now) continue;  // a dump failed: judged at the next check
     if (*last && **last != *now) changed = true;
     *last = now;

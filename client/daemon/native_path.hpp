@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,12 @@ struct NativePathContext {
 struct EventSource {
   int fd = -1;  // owned by the path; the daemon waits on a dup of it
   std::function<void()> on_readable;
+};
+
+// The source address a new native socket gets, per family ("": none; nullopt: not known,
+// the read failed).
+struct NativeSources {
+  std::optional<std::string> v4, v6;
 };
 
 // A default route through the channel device in a routing table (self-healing: the kernel
@@ -93,10 +100,10 @@ class NativePath {
   // The network devices were checked (the kernel announced a change, or every 2 s).
   virtual void on_devices_checked() = 0;
   // The network may have changed (an address, a default route, a second uplink: every heal
-  // check and every announcement of one): the path follows it before the heal check
-  // (routed: the channel route's native source address). Returns whether the native source
-  // address changed (the daemon then rebinds the channel's WireGuard).
-  virtual bool follow_network() = 0;
+  // check and every announcement of one): the path follows the native source address the
+  // daemon read (KernelProbe::native_source) before the heal check (routed: the channel
+  // route's source).
+  virtual void follow_network(const NativeSources& sources) = 0;
   // The nft table was installed anew (reload, re-created channel): its sets start empty.
   virtual void on_table_replaced() = 0;
   // The channel device was re-created and the table installed on it again.

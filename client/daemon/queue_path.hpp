@@ -44,7 +44,7 @@ class QueuePath final : public NativePath {
   void on_devices_checked() override {}
   // Sockets take their source from the main table themselves; the channel masquerades. The
   // daemon follows the source for the channel's WireGuard (Daemon::Impl::heal_now).
-  bool follow_network() override { return false; }
+  void follow_network(const NativeSources&) override {}
   void on_table_replaced() override;
   void on_channel_recreated() override {}
   void on_classifier_reset() override;

@@ -332,12 +332,11 @@ void RoutedPath::observe(const kernel::ObservedPacket& p) {
   schedule(key, d.not_before, f != nullptr && f->state == core::FlowState::native_pending, now);
 }
 
-bool RoutedPath::follow_network() {
+void RoutedPath::follow_network(const NativeSources& sources) {
   kernel::RoutingSpec& r = ctx_.routing_spec;
-  bool changed = false;
-  for (auto [family, flag, source] : {std::tuple{common::IpFamily::v4, "-4", &r.source_v4},
-                                      std::tuple{common::IpFamily::v6, "-6", &r.source_v6}}) {
-    const std::optional<std::string> now = source_probe_.native_source(family);
+  for (auto [flag, read, source] : {std::tuple{"-4", &sources.v4, &r.source_v4},
+                                    std::tuple{"-6", &sources.v6, &r.source_v6}}) {
+    const std::optional<std::string>& now = *read;
     if (!now || *now == *source) continue;  // unknown (a dump failed), or unchanged
     const std::string table = std::to_string(r.routed_table);
     std::vector<std::string> cmd{"ip", flag, "route"};
@@ -360,9 +359,7 @@ bool RoutedPath::follow_network() {
                  source->empty() ? "-" : *source, now->empty() ? "-" : *now);
     *source = *now;
     ++stats_.source_changes;
-    changed = true;
   }
-  return changed;
 }
 
 void RoutedPath::on_channel_recreated() {

@@ -93,7 +93,7 @@ class RoutedPath final : public NativePath {
   // channel's packets and the sockets connected from now on carry the address the native
   // path has; a family whose default route went loses its channel route (its channel
   // packets then meet `unreachable`). Counted (source_changes) and logged.
-  bool follow_network() override;
+  void follow_network(const NativeSources& sources) override;
   void on_table_replaced() override {}
   // The routed channel table's route went with the old device: the same route again.
   void on_channel_recreated() override;
@@ -159,7 +159,7 @@ class RoutedPath final : public NativePath {
   kernel::NflogObserver observer_;
   kernel::FibRuleWriter writer_;
   kernel::UdpSocketWatch sockets_;
-  kernel::KernelProbe source_probe_;  // the native source address (follow_network)
+  kernel::KernelProbe source_probe_;  // the native source address at start
   std::unique_ptr<kernel::NativeGuard> guard_;
   std::set<std::string> guarded_;
   std::unordered_map<common::FlowKey, Flow, common::FlowKeyHash> flows_;
