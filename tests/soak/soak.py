@@ -29,7 +29,9 @@ quicstep-inspect reads it and every packet found is a leak. Recovery: from the f
 end of the first successful short fetch that started after it. The run passes when there
 is no leak, every fault is followed by a recovery within --recover seconds, the daemon's
 memory at the end is within --memory-slack MB of its median after the first fault, and
-the daemon was never found stopped except by a kill9 fault. Writes soak.json and
+the daemon was never found stopped except by a kill9 fault. The server (Debian's ngtcp2
+gtlsserver) is restarted when it dies, as a server's supervisor would; each death is in the
+report with the server's last line (it can abort on a path change during its PMTUD). Writes soak.json and
 soak.md (the report) in --out, and prints the report.
 """
 import argparse
@@ -91,9 +93,10 @@ class Soak:
                     "false);x.send();document.write('LEN='+x.responseText.length)</script>"
                     "</body></html>\n")
         key, cert, self.spki = certs.make_certificate(self.work)
-        self.procs.start(self.srv_ns, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*",
-                                       "443", key, cert],
-                         os.path.join(self.work, "gtlsserver.log"))
+        self.server_argv = ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443", key,
+                            cert]
+        self.server_deaths = []  # (time, exit code, its log's last line)
+        self.start_server()
         self.config = quicstepd.write_config(os.path.join(self.work, "quicstepd.toml"),
                                              self.channel_if)
         self.sock = os.path.join(self.work, "control.sock")
@@ -134,6 +137,28 @@ class Soak:
         self.daemon = procs.start(self.ns, [quicstepd.daemon(), "--config", self.config,
                                             "--control", self.sock], log)
         quicstepd.wait_daemon(self.ns, self.sock, self.daemon, timeout=30)
+
+    # --- the server, restarted when it dies -----------------------------------------------
+
+    def start_server(self):
+        self.server_log = os.path.join(self.work, f"gtlsserver-{len(self.server_deaths)}.log")
+        self.server = self.procs.start(self.srv_ns, self.server_argv, self.server_log)
+
+    def supervise_server(self):
+        """Debian's ngtcp2 server can abort on a client's path change (an assertion in its
+        PMTUD, seen when a restarted quicstepd puts a native flow back on the channel). A
+        server's supervisor would restart it: so does this one, and the report says each
+        death with the server's last words — the daemon's recovery is then measured against
+        a server that is up again, and the crash is not hidden."""
+        while not self.stop.wait(0.2):
+            if self.server.poll() is None:
+                continue
+            with open(self.server_log, errors="replace") as f:
+                last = ([l.strip() for l in f if l.strip()] or ["(no output)"])[-1]
+            self.server_deaths.append((time.time(), self.server.returncode, last))
+            print(f"soak: {time.strftime('%H:%M:%S')} the server died "
+                  f"(exit {self.server.returncode}): {last}; restarted", flush=True)
+            self.start_server()
 
     def supervise(self):
         while not self.stop.wait(0.2):
@@ -343,7 +368,7 @@ class Soak:
     def run(self):
         self.passed = False
         threads = [threading.Thread(target=t, daemon=True) for t in (
-            self.supervise, self.sample, self.short_loop, self.bulk_loop, self.dns_loop,
+            self.supervise, self.supervise_server, self.sample, self.short_loop, self.bulk_loop, self.dns_loop,
             self.fault_loop, *(() if self.args.no_chromium else (self.chromium_loop,)))]
         for t in threads:
             t.start()
@@ -403,6 +428,10 @@ class Soak:
                           "rss_growth_mb_after_first_fault": round(grew, 2),
                           "fds_min": min(fds) if fds else None,
                           "fds_max": max(fds) if fds else None},
+               "fetch_log": [{"kind": k, "family": fam, "start": st, "end": en, "ok": ok,
+                              "detail": d} for k, fam, st, en, ok, d in self.fetches],
+               "server_deaths": [{"time": t, "exit": c, "last_line": l}
+                                 for t, c, l in self.server_deaths],
                "samples": self.samples, "passed": self.passed}
         with open(os.path.join(self.work, "soak.json"), "w") as f:
             json.dump(doc, f, indent=1)
@@ -425,6 +454,10 @@ class Soak:
             f"{n} (+{t - t0:.0f} s)" for n, t, _ in faults)]
         lines += ["", "Traffic: " + ", ".join(
             f"{k} {v['ok']} ok / {v['failed']} failed" for k, v in doc["fetches"].items())]
+        if self.server_deaths:
+            lines += ["", f"The server (gtlsserver) died {len(self.server_deaths)} times and was "
+                      "restarted: " + "; ".join(f"+{t - t0:.0f} s exit {c}: {l}"
+                                                for t, c, l in self.server_deaths)]
         if problems:
             lines += ["", "Problems: " + "; ".join(f"{n} {d}" for n, _, d in problems)]
         text = "\n".join(lines) + "\n"
