@@ -26,7 +26,8 @@ Faults (--faults, default all), one at a time, every --interval seconds (random 
 Leaks: tcpdump on the censor's client-facing link keeps only what must never leave the
 client natively (TCP, DNS, QUIC long headers from its native addresses); afterwards
 quicstep-inspect reads it and every packet found is a leak. Recovery: from the fault to the
-end of the first successful short fetch that started after it. The run passes when there
+end of the first successful probe fetch (100 KB; started right after the fault, then one more
+every 0.5 s beside those still running, IPv4 and IPv6 in turn, until one succeeds). The run passes when there
 is no leak, every fault is followed by a recovery within --recover seconds, the daemon's
 memory at the end is within --memory-slack MB of its median after the first fault, and
 the daemon was never found stopped except by a kill9 fault. The server (Debian's ngtcp2
@@ -205,6 +206,7 @@ class Soak:
         path = os.path.join(out, name)
         ok = os.path.exists(path) and os.path.getsize(path) == size
         self.record(kind, family, start, ok, "" if ok else f"exit {res.returncode}")
+        return ok
 
     def short_loop(self):
         family = 4
@@ -306,6 +308,9 @@ class Soak:
             gw4 = self.lab["client"]["native"]["gateway_v4"]
             gw6 = self.lab["client"]["native"]["gateway_v6"]
             old4, old6 = self.current_native(default=True)
+            # The kernel drops the IPv6 addresses with the link (keep_addr_on_down=0); SLAAC
+            # or the network manager puts the address back, as this does.
+            self.sh("ip", "-6", "addr", "replace", f"{old6}/64", "dev", self.native_if, "nodad")
             self.sh("ip", "route", "replace", "default", "via", gw4, "src", old4)
             self.sh("ip", "-6", "route", "replace", "default", "via", gw6, "src", old6)
         elif name == "channel":
@@ -354,7 +359,29 @@ class Soak:
                 order = names[:]
                 self.rng.shuffle(order)
             self.inject(order.pop())
+            threading.Thread(target=self.recovery_probe, args=(time.time(),),
+                             daemon=True).start()
             self.stop.wait(self.args.interval * self.rng.uniform(0.75, 1.25))
+
+    def recovery_probe(self, since):
+        """Right after a fault, short fetches (IPv4 and IPv6 in turn), a new one every 0.5 s
+        beside any still running, until one succeeds or --recover has passed: the time to
+        recover is not the traffic loop's, which may still wait on a fetch started before
+        the fault."""
+        done, family, attempts = threading.Event(), 4, []
+
+        def attempt(fam):
+            if self.fetch("probe", SHORT, fam, 100_000, self.args.recover):
+                done.set()
+        while not done.is_set() and not self.stop.is_set() \
+                and time.time() - since < self.args.recover:
+            t = threading.Thread(target=attempt, args=(family,), daemon=True)
+            t.start()
+            attempts.append(t)
+            family = 6 if family == 4 else 4
+            done.wait(0.5)
+        for t in attempts:
+            t.join(timeout=self.args.recover + 5)
 
     def routed(self):
         try:
@@ -386,13 +413,13 @@ class Soak:
     def report(self, leaks):
         a = self.args
         per = {}
-        shorts = sorted((f for f in self.fetches if f[0] == "short"), key=lambda f: f[2])
+        probes = sorted((f for f in self.fetches if f[0] == "probe"), key=lambda f: f[3])
         faults = [f for f in self.faults if f[0] in FAULTS]
         problems = [f for f in self.faults if f[0] not in FAULTS]
         for i, (name, t, detail) in enumerate(faults):
             until = faults[i + 1][1] if i + 1 < len(faults) else float("inf")
-            window = [f for f in self.fetches if t <= f[2] < until]
-            first_ok = next((f for f in shorts if f[2] >= t and f[4]), None)
+            window = [f for f in self.fetches if t <= f[2] < until and f[0] != "probe"]
+            first_ok = next((f for f in probes if f[2] >= t and f[4]), None)
             recovered = first_ok[3] - t if first_ok and first_ok[3] < until else None
             leak_n = sum(1 for _, p in leaks if t <= p.get("time", 0) < until)
             e = per.setdefault(name, {"count": 0, "ok": 0, "failed": 0, "recovery_s": [],
