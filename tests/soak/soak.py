@@ -19,7 +19,8 @@ Faults (--faults, default all), one at a time, every --interval seconds (random 
                  (a network manager rewriting its own)
   guard_detach   the tc guard of the native device removed (routed path)
   address        the native address replaced by a new one (a new DHCP lease)
-  link           the native link down for 2 s, then up
+  link           the native link down for 2 s, then up (its IPv6 address put back, as SLAAC
+                 would: the kernel drops it with the link)
   channel        the WireGuard device down for 2 s, then up
   flood          20,000 malformed datagrams to the QUIC port
 
