@@ -1,0 +1,241 @@
+#include "client/tun/io/engine_loop.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace quicstep::client::tun {
+namespace {
+
+common::Timestamp monotonic_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return common::Timestamp{std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec};
+}
+
+void set_nonblocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// The server's address of `flow` as a socket address.
+socklen_t server_address(const FlowKey& flow, sockaddr_storage* out) {
+  std::memset(out, 0, sizeof *out);
+  if (flow.server.family == common::IpFamily::v4) {
+    auto* a = reinterpret_cast<sockaddr_in*>(out);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(flow.server_port);
+    std::memcpy(&a->sin_addr, flow.server.bytes.data(), 4);
+    return sizeof(sockaddr_in);
+  }
+  auto* a = reinterpret_cast<sockaddr_in6*>(out);
+  a->sin6_family = AF_INET6;
+  a->sin6_port = htons(flow.server_port);
+  std::memcpy(&a->sin6_addr, flow.server.bytes.data(), 16);
+  return sizeof(sockaddr_in6);
+}
+
+bool would_block(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
+
+}  // namespace
+
+EngineLoop::EngineLoop(const EngineConfig& config, net::UniqueFd tun, net::UniqueFd channel,
+                       Protector& protector, std::uint64_t seed)
+    : tun_(std::move(tun)),
+      channel_(std::move(channel)),
+      protector_(protector),
+      epoll_(epoll_create1(EPOLL_CLOEXEC)),
+      timer_(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)),
+      wake_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      relay_fds_(std::max<std::size_t>(config.relay_capacity, 1), -1),
+      buffer_(kMaxPacket) {
+  // The core calls back into this object: construct it last.
+  engine_ = std::make_unique<EngineCore>(config, *this, seed);
+  set_nonblocking(tun_.get());
+  set_nonblocking(channel_.get());
+  watch(tun_.get(), kTun);
+  watch(channel_.get(), kChannel);
+  watch(timer_.get(), kTimer);
+  watch(wake_.get(), kWake);
+}
+
+EngineLoop::~EngineLoop() {
+  for (int& fd : relay_fds_) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+}
+
+bool EngineLoop::watch(int fd, std::uint64_t source) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = source;
+  return epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
+void EngineLoop::stop() {
+  stopping_.store(true);
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wake_.get(), &one, sizeof one);
+}
+
+std::string EngineLoop::run() {
+  if (!epoll_.valid() || !timer_.valid() || !wake_.valid()) return "epoll, timerfd or eventfd";
+  std::array<epoll_event, 32> events{};
+  while (!stopping_.load()) {
+    arm_timer();
+    const int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_text("epoll_wait");
+    }
+    ++counters_.wakeups;
+    const common::Timestamp now = monotonic_now();
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t source = events[static_cast<std::size_t>(i)].data.u64;
+      std::string ended;
+      if (source == kTun) {
+        ended = drain_tun(now);
+      } else if (source == kChannel) {
+        ended = drain_channel(now);
+      } else if (source == kTimer) {
+        std::uint64_t expirations = 0;
+        [[maybe_unused]] const ssize_t r = ::read(timer_.get(), &expirations, sizeof expirations);
+        armed_ = common::Timestamp::never();
+      } else if (source == kWake) {
+        std::uint64_t value = 0;
+        [[maybe_unused]] const ssize_t r = ::read(wake_.get(), &value, sizeof value);
+      } else if (source >= kRelayBase) {
+        drain_relay(static_cast<RelayId>(source - kRelayBase), now);
+      }
+      if (!ended.empty()) return ended;
+    }
+    const common::Timestamp after = monotonic_now();
+    if (engine_->next_expiry() <= after) engine_->on_expiry(after);
+  }
+  return "stopped";
+}
+
+void EngineLoop::arm_timer() {
+  const common::Timestamp next = engine_->next_expiry();
+  if (next == armed_) return;
+  armed_ = next;
+  itimerspec spec{};
+  if (next != common::Timestamp::never()) {
+    // An absolute time on CLOCK_MONOTONIC, the clock the engine's timestamps come from; a
+    // time already past fires at once (never zero: that would disarm).
+    const std::int64_t ns = std::max<std::int64_t>(next.ns, 1);
+    spec.it_value.tv_sec = ns / 1'000'000'000;
+    spec.it_value.tv_nsec = ns % 1'000'000'000;
+  }
+  timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
+std::string EngineLoop::drain_tun(common::Timestamp now) {
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    const ssize_t n = ::read(tun_.get(), buffer_.data(), buffer_.size());
+    if (n > 0) {
+      engine_->from_tun(common::Bytes(buffer_.data(), static_cast<std::size_t>(n)), now);
+      continue;
+    }
+    if (n == 0) return "the TUN closed";
+    if (would_block(errno) || errno == EINTR) return {};
+    return errno_text("read tun");
+  }
+  return {};
+}
+
+std::string EngineLoop::drain_channel(common::Timestamp now) {
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    const ssize_t n = ::recv(channel_.get(), buffer_.data(), buffer_.size(), 0);
+    if (n > 0) {
+      engine_->from_channel(common::Bytes(buffer_.data(), static_cast<std::size_t>(n)), now);
+      continue;
+    }
+    // The helper never sends an empty message: 0 is its end closing (it died).
+    if (n == 0) return "the WireGuard helper closed its end";
+    if (would_block(errno) || errno == EINTR) return {};
+    return errno_text("recv channel");
+  }
+  return {};
+}
+
+void EngineLoop::drain_relay(RelayId id, common::Timestamp now) {
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    if (id >= relay_fds_.size() || relay_fds_[id] < 0) return;  // closed by an earlier event
+    const ssize_t n = ::recv(relay_fds_[id], buffer_.data(), buffer_.size(), 0);
+    if (n >= 0) {
+      engine_->from_relay(id, common::Bytes(buffer_.data(), static_cast<std::size_t>(n)), now);
+      continue;
+    }
+    // ECONNREFUSED and other errors queued on a connected UDP socket are read once and
+    // dropped: the flow's watchdog judges by what comes back, not by ICMP.
+    if (would_block(errno) || errno == EINTR) return;
+  }
+}
+
+bool EngineLoop::open_relay(RelayId id, const FlowKey& flow) {
+  if (id >= relay_fds_.size()) return false;
+  sockaddr_storage server{};
+  const socklen_t len = server_address(flow, &server);
+  net::UniqueFd fd(::socket(server.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
+    ++counters_.relay_socket_failed;
+    counters_.last_error = errno_text("socket");
+    return false;
+  }
+  // Protected before anything leaves it: connect() picks the route (and source) already.
+  if (std::string error = protector_.protect(fd.get()); !error.empty()) {
+    ++counters_.protect_failed;
+    counters_.last_error = std::move(error);
+    return false;
+  }
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&server), len) != 0) {
+    ++counters_.relay_socket_failed;
+    counters_.last_error = errno_text("connect");
+    return false;
+  }
+  if (!watch(fd.get(), kRelayBase + id)) {
+    ++counters_.relay_socket_failed;
+    counters_.last_error = errno_text("epoll_ctl");
+    return false;
+  }
+  relay_fds_[id] = fd.release();
+  return true;
+}
+
+void EngineLoop::close_relay(RelayId id) {
+  if (id >= relay_fds_.size() || relay_fds_[id] < 0) return;
+  ::close(relay_fds_[id]);  // leaves the epoll set with it
+  relay_fds_[id] = -1;
+}
+
+void EngineLoop::send_native(RelayId id, common::Bytes udp_payload) {
+  if (id >= relay_fds_.size() || relay_fds_[id] < 0 ||
+      ::send(relay_fds_[id], udp_payload.data(), udp_payload.size(), MSG_DONTWAIT) < 0) {
+    ++counters_.native_send_failed;
+  }
+}
+
+void EngineLoop::send_channel(common::Bytes ip_packet) {
+  if (::send(channel_.get(), ip_packet.data(), ip_packet.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+    ++counters_.channel_send_dropped;
+  }
+}
+
+void EngineLoop::write_tun(common::Bytes ip_packet) {
+  if (::write(tun_.get(), ip_packet.data(), ip_packet.size()) < 0) ++counters_.tun_write_dropped;
+}
+
+}  // namespace quicstep::client::tun

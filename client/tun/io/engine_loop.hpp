@@ -1,0 +1,89 @@
+// EngineLoop: the TUN engine's one event loop (epoll, single-threaded: Android's seccomp
+// filter traps the calls glibc threads make in a static program). It owns the descriptors
+// and carries out what EngineCore decides (it is the core's EngineIo):
+//   tun      one IP packet per read and per write: a TUN device (IFF_TUN | IFF_NO_PI), or
+//            in tests one end of a SOCK_SEQPACKET pair
+//   channel  the engine's end of the WireGuard helper's SOCK_SEQPACKET pair (its fd 3)
+//   relays   one UDP socket per native flow: non-blocking, protected before it is connected
+//            to the flow's server, so nothing ever leaves it unprotected
+//   a timerfd armed for EngineCore::next_expiry()
+// Reads are batched (up to kBatch per descriptor per wake-up) so that one busy flow cannot
+// starve the others; buffers are allocated once. A packet the kernel will not take now
+// (EAGAIN, ENOBUFS) is dropped and counted: QUIC and TCP recover, and the loop never blocks.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/tun/engine_core.hpp"
+#include "client/tun/io/protector.hpp"
+#include "net/unique_fd.hpp"
+
+namespace quicstep::client::tun {
+
+struct LoopCounters {
+  std::uint64_t tun_write_dropped = 0;      // the TUN would not take a packet
+  std::uint64_t channel_send_dropped = 0;   // the helper's pair was full
+  std::uint64_t native_send_failed = 0;     // a relay's send failed (no route, ENOBUFS)
+  std::uint64_t relay_socket_failed = 0;    // socket(), connect() failed
+  std::uint64_t protect_failed = 0;         // the protector refused
+  std::uint64_t wakeups = 0;
+  std::string last_error;                   // the last socket or protect failure, in words
+};
+
+class EngineLoop final : public EngineIo {
+ public:
+  static constexpr std::size_t kBatch = 64;
+  static constexpr std::size_t kMaxPacket = 65535;
+
+  // `protector` must outlive the loop. The descriptors are made non-blocking here.
+  EngineLoop(const EngineConfig& config, net::UniqueFd tun, net::UniqueFd channel,
+             Protector& protector, std::uint64_t seed);
+  ~EngineLoop() override;
+
+  // Runs until stop() is called (from a signal handler too) or the TUN or the channel
+  // closes. Returns why it ended, in words ("stopped", "the WireGuard helper closed its
+  // end", "read tun: ...").
+  std::string run();
+  // Async-signal-safe: the loop ends at its next wake-up (an eventfd wakes it).
+  void stop();
+
+  const EngineCore& engine() const { return *engine_; }
+  const LoopCounters& counters() const { return counters_; }
+
+  // EngineIo
+  bool open_relay(RelayId id, const FlowKey& flow) override;
+  void close_relay(RelayId id) override;
+  void send_native(RelayId id, common::Bytes udp_payload) override;
+  void send_channel(common::Bytes ip_packet) override;
+  void write_tun(common::Bytes ip_packet) override;
+
+ private:
+  // Where an epoll event comes from: these, or kRelayBase + a relay id.
+  enum Source : std::uint64_t { kTun = 1, kChannel, kTimer, kWake, kRelayBase = 16 };
+  bool watch(int fd, std::uint64_t source);
+  std::string drain_tun(common::Timestamp now);
+  std::string drain_channel(common::Timestamp now);
+  void drain_relay(RelayId id, common::Timestamp now);
+  void arm_timer();
+
+  std::unique_ptr<EngineCore> engine_;
+  net::UniqueFd tun_;
+  net::UniqueFd channel_;
+  Protector& protector_;
+  net::UniqueFd epoll_;
+  net::UniqueFd timer_;
+  net::UniqueFd wake_;
+  std::vector<int> relay_fds_;  // by relay id; -1 when closed
+  std::vector<std::uint8_t> buffer_;
+  common::Timestamp armed_ = common::Timestamp::never();
+  std::atomic<bool> stopping_{false};
+  LoopCounters counters_;
+};
+
+}  // namespace quicstep::client::tun

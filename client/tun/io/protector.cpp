@@ -1,0 +1,22 @@
+#include "client/tun/io/protector.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace quicstep::client::tun {
+
+std::string MarkProtector::protect(int fd) {
+  if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark_, sizeof mark_) == 0) return {};
+  return "setsockopt(SO_MARK, " + describe() + "): " + std::strerror(errno);
+}
+
+std::string MarkProtector::describe() const {
+  char text[32];
+  std::snprintf(text, sizeof text, "fwmark 0x%x", mark_);
+  return text;
+}
+
+}  // namespace quicstep::client::tun

@@ -1,0 +1,165 @@
+// The engine's event loop over real descriptors, in-process: SOCK_SEQPACKET pairs stand in
+// for the TUN (one IP packet per read and write, as IFF_TUN | IFF_NO_PI gives) and for the
+// WireGuard helper's fd 3, and a UDP socket on loopback is the QUIC server. What the
+// application sends and gets is read at the far ends, as a TUN device's user would.
+#include "client/tun/io/engine_loop.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "common/ip_packet.hpp"
+#include "unit/client/client_packets.hpp"
+
+namespace quicstep::client::tun {
+namespace {
+
+using namespace core::testing;  // NOLINT: the test packets
+
+constexpr const char* kApp = "198.18.0.2";  // the TUN's (tunnel) address
+constexpr const char* kServer = "127.0.0.1";
+
+std::pair<net::UniqueFd, net::UniqueFd> seqpacket_pair() {
+  int fds[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds), 0);
+  return {net::UniqueFd(fds[0]), net::UniqueFd(fds[1])};
+}
+
+// One message from `fd` within `ms`, or empty.
+ByteVec read_one(int fd, int ms = 3000) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, ms) != 1) return {};
+  ByteVec buf(65536);
+  const ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+  buf.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return buf;
+}
+
+struct Server {
+  net::UniqueFd fd{socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+  std::uint16_t port = 0;
+  Server() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+};
+
+ByteVec out(std::uint16_t sport, const ByteVec& quic, std::uint16_t dport) {
+  return udp4(sport, dport, quic, kApp, kServer);
+}
+ByteVec in(std::uint16_t dport, const ByteVec& quic, std::uint16_t sport) {
+  return udp4(sport, dport, quic, kServer, kApp);
+}
+
+TEST(EngineLoop, CarriesHandshakesThroughTheChannelAndShortHeadersNatively) {
+  Server server;
+  EngineConfig config;
+  config.policy.quic_ports = {server.port};
+  auto [tun_app, tun_engine] = seqpacket_pair();
+  auto [helper, channel_engine] = seqpacket_pair();
+  NoProtector protector;
+  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
+  std::string ended;
+  std::thread runner([&] { ended = loop.run(); });
+
+  // DNS and the Initial go to the helper as they are.
+  const ByteVec dns = udp4(5353, 53, ByteVec(30, 1), kApp, "198.18.0.53");
+  ASSERT_EQ(send(tun_app.get(), dns.data(), dns.size(), 0), static_cast<ssize_t>(dns.size()));
+  EXPECT_EQ(read_one(helper.get()), dns);
+  const ByteVec initial = out(40000, initial_v1(), server.port);
+  send(tun_app.get(), initial.data(), initial.size(), 0);
+  EXPECT_EQ(read_one(helper.get()), initial);
+  // The server's Initial comes back through the channel into the TUN, unchanged.
+  const ByteVec answer = in(40000, initial_v1(), server.port);
+  send(helper.get(), answer.data(), answer.size(), 0);
+  EXPECT_EQ(read_one(tun_app.get()), answer);
+  const ByteVec finished = out(40000, handshake_v1(), server.port);
+  send(tun_app.get(), finished.data(), finished.size(), 0);
+  EXPECT_EQ(read_one(helper.get()), finished);
+
+  // A short header leaves natively, from a relay socket of its own, after the switch.
+  const ByteVec q = short_header(200, 0x41);
+  const ByteVec short_packet = out(40000, q, server.port);
+  send(tun_app.get(), short_packet.data(), short_packet.size(), 0);
+  pollfd p{server.fd.get(), POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 3000), 1) << "no short header reached the server natively";
+  ByteVec got(2048);
+  sockaddr_storage from{};
+  socklen_t from_len = sizeof from;
+  const ssize_t n = recvfrom(server.fd.get(), got.data(), got.size(), 0,
+                             reinterpret_cast<sockaddr*>(&from), &from_len);
+  got.resize(static_cast<std::size_t>(n));
+  EXPECT_EQ(got, q);
+  EXPECT_TRUE(read_one(helper.get(), 100).empty()) << "the short header also went to the channel";
+
+  // The server answers the relay's address: the application gets it from the server's
+  // address and port, on its own.
+  const ByteVec reply = short_header(300, 0x47);
+  sendto(server.fd.get(), reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&from),
+         from_len);
+  const ByteVec delivered = read_one(tun_app.get());
+  auto parsed = common::parse_ip_packet(delivered);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->src.to_string(), kServer);
+  EXPECT_EQ(parsed->dst.to_string(), kApp);
+  EXPECT_EQ(parsed->src_port, server.port);
+  EXPECT_EQ(parsed->dst_port, 40000);
+  EXPECT_EQ(ByteVec(parsed->payload.begin(), parsed->payload.end()), reply);
+
+  // The helper dying ends the loop, and says so.
+  helper.reset();
+  runner.join();
+  EXPECT_EQ(ended, "the WireGuard helper closed its end");
+  EXPECT_EQ(loop.engine().classifier().counters().confirmed, 1u);
+  EXPECT_EQ(loop.engine().counters().to_native.packets, 1u);
+  EXPECT_EQ(loop.engine().counters().from_native.packets, 1u);
+  EXPECT_EQ(loop.counters().native_send_failed, 0u);
+}
+
+TEST(EngineLoop, ARefusedProtectSendsThroughTheChannel) {
+  struct Refusing : Protector {
+    std::string protect(int) override { return "refused"; }
+    std::string describe() const override { return "refusing"; }
+  } protector;
+  Server server;
+  EngineConfig config;
+  config.policy.quic_ports = {server.port};
+  auto [tun_app, tun_engine] = seqpacket_pair();
+  auto [helper, channel_engine] = seqpacket_pair();
+  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
+  std::thread runner([&] { loop.run(); });
+  const ByteVec short_packet = out(40001, short_header(), server.port);
+  send(tun_app.get(), short_packet.data(), short_packet.size(), 0);
+  EXPECT_EQ(read_one(helper.get()), short_packet);
+  pollfd p{server.fd.get(), POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 200), 0) << "a packet left from an unprotected socket";
+  loop.stop();
+  runner.join();
+  EXPECT_EQ(loop.counters().protect_failed, 1u);
+  EXPECT_EQ(loop.counters().last_error, "refused");
+}
+
+TEST(EngineLoop, StopEndsTheLoop) {
+  auto [tun_app, tun_engine] = seqpacket_pair();
+  auto [helper, channel_engine] = seqpacket_pair();
+  NoProtector protector;
+  EngineLoop loop(EngineConfig{}, std::move(tun_engine), std::move(channel_engine), protector, 1);
+  std::string ended;
+  std::thread runner([&] { ended = loop.run(); });
+  loop.stop();
+  runner.join();
+  EXPECT_EQ(ended, "stopped");
+}
+
+}  // namespace
+}  // namespace quicstep::client::tun
