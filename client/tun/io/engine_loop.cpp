@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -90,6 +91,43 @@ void EngineLoop::stop() {
   [[maybe_unused]] const ssize_t n = ::write(wake_.get(), &one, sizeof one);
 }
 
+void EngineLoop::replace_channel(net::UniqueFd channel) {
+  if (channel_.valid()) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, channel_.get(), nullptr);
+  channel_ = std::move(channel);
+  set_nonblocking(channel_.get());
+  watch(channel_.get(), kChannel);
+}
+
+void EngineLoop::serve_control(net::UniqueFd listener, ControlAnswer answer) {
+  control_ = std::move(listener);
+  control_answer_ = std::move(answer);
+  set_nonblocking(control_.get());
+  watch(control_.get(), kControl);
+}
+
+void EngineLoop::answer_control() {
+  net::UniqueFd client(accept4(control_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!client.valid()) return;
+  std::string request;
+  char buf[256];
+  while (request.find('\n') == std::string::npos && request.size() < 1024) {
+    pollfd p{client.get(), POLLIN, 0};
+    if (poll(&p, 1, 200) != 1) return;
+    const ssize_t n = ::recv(client.get(), buf, sizeof buf, 0);
+    if (n <= 0) break;
+    request.append(buf, static_cast<std::size_t>(n));
+  }
+  request = request.substr(0, request.find('\n'));
+  const std::string reply = control_answer_ ? control_answer_(request) : std::string();
+  for (std::size_t sent = 0; sent < reply.size();) {
+    pollfd p{client.get(), POLLOUT, 0};
+    if (poll(&p, 1, 200) != 1) return;
+    const ssize_t n = ::send(client.get(), reply.data() + sent, reply.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
 std::string EngineLoop::run() {
   if (!epoll_.valid() || !timer_.valid() || !wake_.valid()) return "epoll, timerfd or eventfd";
   std::array<epoll_event, 32> events{};
@@ -116,6 +154,8 @@ std::string EngineLoop::run() {
       } else if (source == kWake) {
         std::uint64_t value = 0;
         [[maybe_unused]] const ssize_t r = ::read(wake_.get(), &value, sizeof value);
+      } else if (source == kControl) {
+        answer_control();
       } else if (source >= kRelayBase) {
         drain_relay(static_cast<RelayId>(source - kRelayBase), now);
       }

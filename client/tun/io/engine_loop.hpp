@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,14 @@ class EngineLoop final : public EngineIo {
   std::string run();
   // Async-signal-safe: the loop ends at its next wake-up (an eventfd wakes it).
   void stop();
+  // A new WireGuard helper's packet pair, after the last one closed (run() returned). The
+  // engine's flows and relays stay; channel packets meanwhile were dropped and counted.
+  void replace_channel(net::UniqueFd channel);
+  // A listening unix stream socket for quicstepctl's protocol: one request line per
+  // connection (`status`), answered by `answer` and closed. A client that says nothing
+  // within 200 ms is closed.
+  using ControlAnswer = std::function<std::string(const std::string& request)>;
+  void serve_control(net::UniqueFd listener, ControlAnswer answer);
 
   const EngineCore& engine() const { return *engine_; }
   const LoopCounters& counters() const { return counters_; }
@@ -65,12 +74,13 @@ class EngineLoop final : public EngineIo {
 
  private:
   // Where an epoll event comes from: these, or kRelayBase + a relay id.
-  enum Source : std::uint64_t { kTun = 1, kChannel, kTimer, kWake, kRelayBase = 16 };
+  enum Source : std::uint64_t { kTun = 1, kChannel, kTimer, kWake, kControl, kRelayBase = 16 };
   bool watch(int fd, std::uint64_t source);
   std::string drain_tun(common::Timestamp now);
   std::string drain_channel(common::Timestamp now);
   void drain_relay(RelayId id, common::Timestamp now);
   void arm_timer();
+  void answer_control();
 
   std::unique_ptr<EngineCore> engine_;
   net::UniqueFd tun_;
@@ -79,6 +89,8 @@ class EngineLoop final : public EngineIo {
   net::UniqueFd epoll_;
   net::UniqueFd timer_;
   net::UniqueFd wake_;
+  net::UniqueFd control_;
+  ControlAnswer control_answer_;
   std::vector<int> relay_fds_;  // by relay id; -1 when closed
   std::vector<std::uint8_t> buffer_;
   common::Timestamp armed_ = common::Timestamp::never();

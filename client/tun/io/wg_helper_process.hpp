@@ -1,0 +1,51 @@
+// The WireGuard helper as the engine runs it (client/tun/wg_helper/README.md): started with
+// one end of a SOCK_SEQPACKET pair as its fd 3 (IP packets) and one end of a SOCK_STREAM
+// pair as its fd 4 (WireGuard's UAPI), configured over fd 4 with the wg-quick file's
+// `set=1` request, watched by its PID. The engine keeps the other ends: when either side
+// dies the other sees its end close.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "net/unique_fd.hpp"
+
+namespace quicstep::client::tun {
+
+struct WgHelperOptions {
+  std::string path;                // the qs-wg-helper executable
+  std::vector<std::string> protect;  // --fwmark N, --protect-socket PATH, or --no-protect
+  unsigned mtu = 1420;             // the channel's MTU (wg-quick's MTU)
+  std::string log_path;            // its stderr (appended); empty: the engine's stderr
+};
+
+class WgHelperProcess {
+ public:
+  // Starts the helper and sends it `uapi_set` (the whole `set=1` request); waits up to 5 s
+  // for its `errno=0`. Errors: what could not be started, or the helper's errno and the
+  // exit status if it died.
+  static common::Result<WgHelperProcess, common::Failure> start(const WgHelperOptions& options,
+                                                                const std::string& uapi_set);
+  WgHelperProcess(WgHelperProcess&& other) noexcept;
+  WgHelperProcess& operator=(WgHelperProcess&& other) noexcept;
+  ~WgHelperProcess();  // SIGTERM, then waits for it (briefly) by its PID
+
+  // The engine's end of the packet pair (given away: the loop owns it).
+  net::UniqueFd take_packets() { return std::move(packets_); }
+  // One UAPI request (`get=1\n\n`, `set=1\n...\n\n`) and its whole answer, up to the
+  // empty line; 5 s at most.
+  common::Result<std::string, common::Failure> uapi(const std::string& request);
+  pid_t pid() const { return pid_; }
+
+ private:
+  WgHelperProcess() = default;
+  void terminate();
+  pid_t pid_ = -1;
+  net::UniqueFd packets_;
+  net::UniqueFd uapi_;
+};
+
+}  // namespace quicstep::client::tun

@@ -1,0 +1,240 @@
+// quicstep-tun: QUICstep as a TUN engine on Linux (client/tun/README.md). Opens a persistent
+// TUN device, routes every unmarked packet into it (tun_routes.hpp), starts the WireGuard
+// helper with the wg-quick file, and runs the engine's loop until SIGTERM or SIGINT. A dead
+// WireGuard helper is started again (its flows go on); a dead engine leaves the TUN and the
+// routes in place, so that nothing leaves unprotected until it runs again or
+// `quicstep-tun --cleanup` removes them.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "client/core/policy_config.hpp"
+#include "client/tun/engine_status.hpp"
+#include "client/tun/io/engine_loop.hpp"
+#include "client/tun/io/tun_device.hpp"
+#include "client/tun/io/wg_helper_process.hpp"
+#include "client/tun/linux/tun_routes.hpp"
+#include "client/tun/wg_quick_uapi.hpp"
+#include "quicstep_version.hpp"
+
+namespace {
+
+using namespace quicstep::client;
+using quicstep::net::UniqueFd;
+
+struct Options {
+  std::string wg_config;
+  std::string config;
+  std::string device = "qst0";
+  std::string helper;
+  std::string helper_log;
+  std::string control = "/run/quicstep-tun.sock";
+  std::uint32_t fwmark = 51830;
+  std::uint32_t table = 51830;
+  bool no_routes = false;
+  bool cleanup = false;
+};
+
+tun::EngineLoop* g_loop = nullptr;
+volatile sig_atomic_t g_stopping = 0;
+
+void on_signal(int) {
+  g_stopping = 1;
+  if (g_loop != nullptr) g_loop->stop();
+}
+
+// The helper beside this executable (the build tree's tun/, or the same directory).
+std::string default_helper() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self);
+    dir = dir.substr(0, dir.rfind('/'));
+    for (const std::string& candidate : {dir + "/tun/qs-wg-helper", dir + "/qs-wg-helper"}) {
+      if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+  }
+  return "/usr/lib/quicstep/qs-wg-helper";
+}
+
+quicstep::common::Result<std::string, quicstep::common::Failure> read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return quicstep::common::Failure("cannot read " + path + ": " + std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+UniqueFd listen_control(const std::string& path) {
+  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (!fd.valid() || path.size() >= sizeof addr.sun_path) return {};
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  unlink(path.c_str());
+  const mode_t old = umask(0077);
+  const bool ok = bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  listen(fd.get(), 8) == 0;
+  umask(old);
+  return ok ? std::move(fd) : UniqueFd();
+}
+
+int cleanup(const Options& o) {
+  tun::TunRouting routing;
+  routing.device = o.device;
+  routing.table = o.table;
+  routing.fwmark = o.fwmark;
+  (void)tun::remove_routes(routing);
+  if (auto removed = tun::remove_tun(o.device); !removed.ok()) {
+    spdlog::warn("cleanup: {}", removed.error().message);
+  }
+  unlink(o.control.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"quicstep-tun: QUICstep's TUN engine (DNS, TCP and QUIC handshakes through a "
+               "WireGuard channel of its own; QUIC data natively)"};
+  app.set_version_flag("--version", std::string("quicstep-tun ") + quicstep::kVersion);
+  app.add_option("--wg-config", o.wg_config, "the channel's wg-quick file (numeric endpoints)");
+  app.add_option("--config", o.config, "quicstepd.toml: the classifier's policy (defaults if absent)");
+  app.add_option("--tun", o.device, "the TUN device's name")->capture_default_str();
+  app.add_option("--wg-helper", o.helper, "the qs-wg-helper executable (default: beside this one)");
+  app.add_option("--helper-log", o.helper_log, "append the helper's stderr to this file");
+  app.add_option("--control-socket", o.control, "status socket (quicstepctl's protocol)")
+      ->capture_default_str();
+  app.add_option("--fwmark", o.fwmark, "the mark of the engine's own sockets")->capture_default_str();
+  app.add_option("--table", o.table, "the routing table of the TUN's default routes")
+      ->capture_default_str();
+  app.add_flag("--no-routes", o.no_routes, "set no address, route or rule (the caller did)");
+  app.add_flag("--cleanup", o.cleanup, "remove the TUN, its routes and rules left by a crash, exit");
+  CLI11_PARSE(app, argc, argv);
+  if (o.cleanup) return cleanup(o);
+  if (o.wg_config.empty()) {
+    std::fprintf(stderr, "quicstep-tun: --wg-config is required\n");
+    return 2;
+  }
+  if (o.helper.empty()) o.helper = default_helper();
+
+  auto text = read_file(o.wg_config);
+  if (!text.ok()) {
+    std::fprintf(stderr, "quicstep-tun: %s\n", text.error().message.c_str());
+    return 2;
+  }
+  const tun::WgQuickLoad wg = tun::parse_wg_quick(*text, o.wg_config);
+  for (const auto& e : wg.errors) std::fprintf(stderr, "quicstep-tun: %s\n", e.to_string().c_str());
+  if (!wg.ok()) return 2;
+  for (const auto& i : wg.ignored) {
+    spdlog::info("{}:{}: {} is wg-quick's, ignored", o.wg_config, i.line, i.key);
+  }
+  tun::EngineConfig config;
+  if (!o.config.empty()) {
+    const core::ConfigLoad load = core::load_config(o.config);
+    for (const auto& e : load.errors) std::fprintf(stderr, "quicstep-tun: %s\n", e.to_string().c_str());
+    if (!load.ok()) return 2;
+    config.policy = load.config.policy;
+  }
+  const unsigned mtu = wg.config.mtu.value_or(1420);
+  config.held_max_payload = mtu;
+
+  auto device = tun::open_tun(o.device);
+  if (!device.ok()) {
+    std::fprintf(stderr, "quicstep-tun: %s\n", device.error().message.c_str());
+    return 1;
+  }
+  tun::TunRouting routing{o.device, o.table, o.fwmark, 30500, mtu, wg.config.addresses};
+  if (!o.no_routes) {
+    if (auto ok = tun::install_routes(routing); !ok.ok()) {
+      std::fprintf(stderr, "quicstep-tun: %s\n", ok.error().message.c_str());
+      return 1;
+    }
+  }
+  const tun::WgHelperOptions helper_options{
+      o.helper, {"--fwmark", std::to_string(o.fwmark)}, mtu, o.helper_log};
+  const std::string uapi = tun::render_uapi_set(wg.config);
+  auto started = tun::WgHelperProcess::start(helper_options, uapi);
+  if (!started.ok()) {
+    std::fprintf(stderr, "quicstep-tun: %s\n", started.error().message.c_str());
+    return 1;
+  }
+  std::optional<tun::WgHelperProcess> helper(std::move(*started));
+
+  tun::MarkProtector protector(o.fwmark);
+  tun::EngineLoop loop(config, std::move(*device), helper->take_packets(), protector,
+                       std::random_device{}() | std::uint64_t{std::random_device{}()} << 32);
+  if (UniqueFd control = listen_control(o.control); control.valid()) {
+    loop.serve_control(std::move(control), [&loop](const std::string& request) {
+      if (request != "status") return std::string("{\"error\":\"unknown request\"}\n");
+      nlohmann::json j = tun::engine_status_json(loop.engine());
+      const tun::LoopCounters& c = loop.counters();
+      j["loop"] = {{"tun_write_dropped", c.tun_write_dropped},
+                   {"channel_send_dropped", c.channel_send_dropped},
+                   {"native_send_failed", c.native_send_failed},
+                   {"relay_socket_failed", c.relay_socket_failed},
+                   {"protect_failed", c.protect_failed},
+                   {"last_error", c.last_error}};
+      return j.dump() + "\n";
+    });
+  } else {
+    spdlog::warn("control socket {}: cannot listen; status unavailable", o.control);
+  }
+  g_loop = &loop;
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  spdlog::info("quicstep-tun {}: {} up, WireGuard helper pid {}", quicstep::kVersion, o.device,
+               helper->pid());
+
+  auto backoff = std::chrono::milliseconds(250);
+  for (;;) {
+    const std::string ended = loop.run();
+    if (g_stopping) break;
+    if (ended != "the WireGuard helper closed its end") {
+      spdlog::error("engine: {}; the TUN and its routes stay (no traffic, no leak)", ended);
+      g_loop = nullptr;
+      return 1;
+    }
+    spdlog::warn("the WireGuard helper died; starting it again");
+    for (;;) {
+      helper.reset();  // reaps the dead one
+      std::this_thread::sleep_for(backoff);
+      if (g_stopping) break;
+      auto again = tun::WgHelperProcess::start(helper_options, uapi);
+      if (again.ok()) {
+        helper.emplace(std::move(*again));
+        loop.replace_channel(helper->take_packets());
+        backoff = std::chrono::milliseconds(250);
+        spdlog::info("WireGuard helper pid {}", helper->pid());
+        break;
+      }
+      spdlog::error("{}", again.error().message);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(10'000));
+    }
+    if (g_stopping) break;
+  }
+  g_loop = nullptr;
+  spdlog::info("stopping: removing {} and its routes", o.device);
+  if (!o.no_routes) (void)tun::remove_routes(routing);
+  (void)tun::remove_tun(o.device);
+  unlink(o.control.c_str());
+  return 0;
+}

@@ -1,0 +1,62 @@
+#include "client/tun/linux/tun_routes.hpp"
+
+#include "net/process.hpp"
+
+namespace quicstep::client::tun {
+namespace {
+
+common::Outcome ip(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"ip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const net::ProcessResult r = net::run_process(argv);
+  if (r.ok()) return {};
+  return common::Failure(net::describe(argv, r));
+}
+
+bool has_family(const TunRouting& r, common::IpFamily family) {
+  for (const IpPrefix& p : r.addresses) {
+    if (p.address.family == family) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> rule(const TunRouting& r, const char* family, const char* verb) {
+  return {family, "rule", verb, "not", "fwmark", std::to_string(r.fwmark), "table",
+          std::to_string(r.table), "priority", std::to_string(r.rule_priority)};
+}
+
+}  // namespace
+
+common::Outcome install_routes(const TunRouting& r) {
+  if (auto ok = ip({"link", "set", "dev", r.device, "mtu", std::to_string(r.mtu), "up"}); !ok) {
+    return ok;
+  }
+  for (const IpPrefix& p : r.addresses) {
+    if (auto ok = ip({"address", "replace", p.to_string(), "dev", r.device}); !ok) return ok;
+  }
+  for (const auto& [family, flag] : {std::pair{common::IpFamily::v4, "-4"},
+                                     std::pair{common::IpFamily::v6, "-6"}}) {
+    if (!has_family(r, family)) continue;
+    if (auto ok = ip({flag, "route", "replace", "default", "dev", r.device, "table",
+                      std::to_string(r.table)});
+        !ok) {
+      return ok;
+    }
+    // Replace, not add: a rule left by an engine that died is taken over, not doubled.
+    (void)ip(rule(r, flag, "del"));
+    if (auto ok = ip(rule(r, flag, "add")); !ok) return ok;
+  }
+  return {};
+}
+
+common::Outcome remove_routes(const TunRouting& r) {
+  common::Outcome result;
+  for (const char* flag : {"-4", "-6"}) {
+    while (ip(rule(r, flag, "del")).ok()) {
+    }
+    (void)ip({flag, "route", "flush", "table", std::to_string(r.table)});
+  }
+  return result;
+}
+
+}  // namespace quicstep::client::tun
