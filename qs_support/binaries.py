@@ -25,7 +25,8 @@ PLACES = {
     "native_guard_tool": "tests/quicstepd/native_guard_tool",
     "udp_blaster": "tests/quicstepd/udp_blaster",
     "print_ruleset": "tests/quicstepd/print_ruleset",
-    # the TUN engine's WireGuard helper: this machine's architecture, and arm64
+    # the TUN engine on Linux, and its WireGuard helper: this machine's architecture, and arm64
+    "quicstep-tun": "client/quicstep-tun",
     "qs-wg-helper": "client/tun/qs-wg-helper",
     "qs-wg-helper-arm64": "client/tun/qs-wg-helper-arm64",
 }

@@ -105,6 +105,13 @@ void EngineLoop::serve_control(net::UniqueFd listener, ControlAnswer answer) {
   watch(control_.get(), kControl);
 }
 
+void EngineLoop::watch_network(int fd, std::function<void()> on_readable) {
+  on_network_ = std::move(on_readable);
+  watch(fd, kNetwork);
+}
+
+void EngineLoop::network_changed() { engine_->network_changed(monotonic_now()); }
+
 void EngineLoop::answer_control() {
   net::UniqueFd client(accept4(control_.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!client.valid()) return;
@@ -156,6 +163,8 @@ std::string EngineLoop::run() {
         [[maybe_unused]] const ssize_t r = ::read(wake_.get(), &value, sizeof value);
       } else if (source == kControl) {
         answer_control();
+      } else if (source == kNetwork) {
+        if (on_network_) on_network_();
       } else if (source >= kRelayBase) {
         drain_relay(static_cast<RelayId>(source - kRelayBase), now);
       }

@@ -61,6 +61,11 @@ class EngineLoop final : public EngineIo {
   // within 200 ms is closed.
   using ControlAnswer = std::function<std::string(const std::string& request)>;
   void serve_control(net::UniqueFd listener, ControlAnswer answer);
+  // One more descriptor the frontend watches through this loop (a netlink socket for the
+  // network's changes): `on_readable` runs when it is readable and must drain it.
+  void watch_network(int fd, std::function<void()> on_readable);
+  // The device's network changed: every relay is opened again on it (EngineCore).
+  void network_changed();
 
   const EngineCore& engine() const { return *engine_; }
   const LoopCounters& counters() const { return counters_; }
@@ -74,7 +79,7 @@ class EngineLoop final : public EngineIo {
 
  private:
   // Where an epoll event comes from: these, or kRelayBase + a relay id.
-  enum Source : std::uint64_t { kTun = 1, kChannel, kTimer, kWake, kControl, kRelayBase = 16 };
+  enum Source : std::uint64_t { kTun = 1, kChannel, kTimer, kWake, kControl, kNetwork, kRelayBase = 16 };
   bool watch(int fd, std::uint64_t source);
   std::string drain_tun(common::Timestamp now);
   std::string drain_channel(common::Timestamp now);
@@ -91,6 +96,7 @@ class EngineLoop final : public EngineIo {
   net::UniqueFd wake_;
   net::UniqueFd control_;
   ControlAnswer control_answer_;
+  std::function<void()> on_network_;
   std::vector<int> relay_fds_;  // by relay id; -1 when closed
   std::vector<std::uint8_t> buffer_;
   common::Timestamp armed_ = common::Timestamp::never();

@@ -37,6 +37,13 @@ common::Result<net::UniqueFd, common::Failure> open_tun(const std::string& name)
   return fd;
 }
 
+common::Outcome stop_persisting(int tun_fd, const std::string& name) {
+  if (ioctl(tun_fd, TUNSETPERSIST, 0) != 0) {
+    return common::Failure("TUNSETPERSIST " + name + " off: " + std::strerror(errno));
+  }
+  return {};
+}
+
 common::Outcome remove_tun(const std::string& name) {
   auto fd = attach(name);
   if (!fd.ok()) return fd.error();

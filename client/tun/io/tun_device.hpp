@@ -18,6 +18,11 @@ namespace quicstep::client::tun {
 // Operation not permitted").
 common::Result<net::UniqueFd, common::Failure> open_tun(const std::string& name);
 
+// Turns persistence off on an open descriptor of the device (a TUN without IFF_MULTI_QUEUE
+// takes one descriptor only, so the engine uses its own): the device goes when it closes.
+// Errors: the system's reason.
+common::Outcome stop_persisting(int tun_fd, const std::string& name);
+
 // Turns persistence off and closes: the device goes when its last descriptor closes.
 // Errors: as open_tun's.
 common::Outcome remove_tun(const std::string& name);

@@ -21,7 +21,11 @@
 #include <sstream>
 #include <thread>
 
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
 #include "client/core/policy_config.hpp"
+#include "client/kernel/kernel_probe.hpp"
 #include "client/tun/engine_status.hpp"
 #include "client/tun/io/engine_loop.hpp"
 #include "client/tun/io/tun_device.hpp"
@@ -33,6 +37,7 @@
 namespace {
 
 using namespace quicstep::client;
+using quicstep::client::kernel::KernelProbe;
 using quicstep::net::UniqueFd;
 
 struct Options {
@@ -91,6 +96,65 @@ UniqueFd listen_control(const std::string& path) {
                   listen(fd.get(), 8) == 0;
   umask(old);
   return ok ? std::move(fd) : UniqueFd();
+}
+
+// The rtnetlink announcements of addresses and routes, and the native source they give.
+class NetworkWatch {
+ public:
+  bool open() {
+    fd_.reset(socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
+    sockaddr_nl addr{};
+    addr.nl_family = AF_NETLINK;
+    addr.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
+                     RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
+    if (!fd_.valid() || bind(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        !probe_.open().ok()) {
+      return false;
+    }
+    (void)changed();  // the first reading
+    return true;
+  }
+  int fd() const { return fd_.get(); }
+  // Drains the announcements; whether the native source of either family changed.
+  bool changed() {
+    char buf[8192];
+    while (recv(fd_.get(), buf, sizeof buf, MSG_DONTWAIT) > 0) {
+    }
+    bool any = false;
+    for (auto [family, last] : {std::pair{quicstep::common::IpFamily::v4, &v4_},
+                                std::pair{quicstep::common::IpFamily::v6, &v6_}}) {
+      const std::optional<std::string> now = probe_.native_source(family);
+      if (now && *now != *last) {
+        any = any || started_;
+        *last = *now;
+      }
+    }
+    started_ = true;
+    return any;
+  }
+  std::string describe() const {
+    return (v4_.empty() ? "none" : v4_) + ", " + (v6_.empty() ? "none" : v6_);
+  }
+
+ private:
+  UniqueFd fd_;
+  KernelProbe probe_;
+  std::string v4_, v6_;
+  bool started_ = false;
+};
+
+// wireguard-go opens its sockets again on `listen_port=` of its own port, and forgets the
+// source its peers last used (the address that may be gone).
+void rebind_helper(tun::WgHelperProcess& helper) {
+  auto got = helper.uapi("get=1\n\n");
+  if (!got.ok()) return;
+  const std::size_t at = got->find("listen_port=");
+  if (at == std::string::npos) return;
+  const std::string port = got->substr(at + 12, got->find('\n', at) - at - 12);
+  auto set = helper.uapi("set=1\nlisten_port=" + port + "\n\n");
+  if (!set.ok() || set->rfind("errno=0", 0) != 0) {
+    spdlog::warn("WireGuard helper re-bind: {}", set.ok() ? *set : set.error().message);
+  }
 }
 
 int cleanup(const Options& o) {
@@ -176,6 +240,7 @@ int main(int argc, char** argv) {
   }
   std::optional<tun::WgHelperProcess> helper(std::move(*started));
 
+  const int tun_fd = device->get();  // owned by the loop from here on
   tun::MarkProtector protector(o.fwmark);
   tun::EngineLoop loop(config, std::move(*device), helper->take_packets(), protector,
                        std::random_device{}() | std::uint64_t{std::random_device{}()} << 32);
@@ -194,6 +259,21 @@ int main(int argc, char** argv) {
     });
   } else {
     spdlog::warn("control socket {}: cannot listen; status unavailable", o.control);
+  }
+  // The network: when the main table's default route gives another source (a new address,
+  // a new uplink), every relay and the helper's socket are opened again on it, and their
+  // flows' servers see the address change and migrate.
+  NetworkWatch network;
+  if (network.open()) {
+    loop.watch_network(network.fd(), [&] {
+      if (!network.changed()) return;
+      spdlog::info("network changed: native source {}; relays and channel re-bound",
+                   network.describe());
+      loop.network_changed();
+      if (helper) rebind_helper(*helper);
+    });
+  } else {
+    spdlog::warn("no rtnetlink watch: network changes are not followed");
   }
   g_loop = &loop;
   struct sigaction sa{};
@@ -234,7 +314,9 @@ int main(int argc, char** argv) {
   g_loop = nullptr;
   spdlog::info("stopping: removing {} and its routes", o.device);
   if (!o.no_routes) (void)tun::remove_routes(routing);
-  (void)tun::remove_tun(o.device);
+  if (auto off = tun::stop_persisting(tun_fd, o.device); !off.ok()) {
+    spdlog::warn("{}", off.error().message);
+  }
   unlink(o.control.c_str());
   return 0;
 }

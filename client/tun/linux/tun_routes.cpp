@@ -28,6 +28,9 @@ std::vector<std::string> rule(const TunRouting& r, const char* family, const cha
 }  // namespace
 
 common::Outcome install_routes(const TunRouting& r) {
+  // No IPv6 link-local address: the TUN has no link to solicit routers or report multicast
+  // listeners on, and such packets would only load the channel (whose provider drops them).
+  if (auto ok = ip({"link", "set", "dev", r.device, "addrgenmode", "none"}); !ok) return ok;
   if (auto ok = ip({"link", "set", "dev", r.device, "mtu", std::to_string(r.mtu), "up"}); !ok) {
     return ok;
   }
