@@ -26,6 +26,15 @@ TUN = "qst0"
 TABLE = 51830
 
 
+def parent_of(pid):
+    """The parent PID of `pid` from /proc (None when it has gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -216,8 +225,8 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
 
     def test_2_kill9_helper_mid_transfer_engine_restarts_it(self):
         def helper_pid(engine):
-            children = subprocess.run(["pgrep", "-P", str(engine.pid)], capture_output=True,
-                                      text=True).stdout.split()
+            children = [pid for pid in os.listdir("/proc") if pid.isdigit()
+                        and parent_of(pid) == engine.pid]
             self.assertEqual(len(children), 1, children)
             return int(children[0])
         engine = self._kill_mid_transfer("kill-helper", helper_pid)

@@ -162,7 +162,7 @@ int cleanup(const Options& o) {
   routing.device = o.device;
   routing.table = o.table;
   routing.fwmark = o.fwmark;
-  (void)tun::remove_routes(routing);
+  tun::remove_routes(routing);
   if (auto removed = tun::remove_tun(o.device); !removed.ok()) {
     spdlog::warn("cleanup: {}", removed.error().message);
   }
@@ -313,7 +313,7 @@ int main(int argc, char** argv) {
   }
   g_loop = nullptr;
   spdlog::info("stopping: removing {} and its routes", o.device);
-  if (!o.no_routes) (void)tun::remove_routes(routing);
+  if (!o.no_routes) tun::remove_routes(routing);
   if (auto off = tun::stop_persisting(tun_fd, o.device); !off.ok()) {
     spdlog::warn("{}", off.error().message);
   }

@@ -52,14 +52,12 @@ common::Outcome install_routes(const TunRouting& r) {
   return {};
 }
 
-common::Outcome remove_routes(const TunRouting& r) {
-  common::Outcome result;
+void remove_routes(const TunRouting& r) {
   for (const char* flag : {"-4", "-6"}) {
     while (ip(rule(r, flag, "del")).ok()) {
     }
     (void)ip({flag, "route", "flush", "table", std::to_string(r.table)});
   }
-  return result;
 }
 
 }  // namespace quicstep::client::tun
