@@ -103,9 +103,10 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
             h.cleanup_dir(cls.work)
 
     # --- helpers -------------------------------------------------------------------------
-    def start_engine(self):
+    def start_engine(self, wg_conf=None):
         log = os.path.join(self.work, f"quicstep-tun-{time.time():.3f}.log")
-        p = self.procs.start(self.ns, [binaries.path("quicstep-tun"), "--wg-config", self.wg_conf,
+        p = self.procs.start(self.ns, [binaries.path("quicstep-tun"), "--wg-config",
+                                       wg_conf or self.wg_conf,
                                        "--tun", TUN, "--control-socket", self.sock,
                                        "--helper-log", log + ".helper"], log)
         self.addCleanup(self.procs.stop, p)
@@ -242,6 +243,28 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual(self.dig(), "", "a lookup was answered with the engine dead")
         engine = self.start_engine()
         self.fetch(self.srv_v4, "after-engine")
+        self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
+
+    def test_4_a_family_without_a_tunnel_address_is_blocked_not_native(self):
+        """A wg-quick file with an IPv4 address only: IPv6 must not take the main table (its
+        handshakes would leave natively); it is unreachable, and IPv4 works."""
+        with open(self.wg_conf) as f:
+            text = f.read().replace(f", {self.tunnel_v6}/128", "")
+        v4_only = os.path.join(self.work, "channel-v4.conf")
+        fd = os.open(v4_only, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        cn, native, cp, channel = self.captures("v4-only")
+        engine = self.start_engine(v4_only)
+        route = subprocess.run(["ip", "netns", "exec", self.ns, "ip", "-6", "route", "get",
+                                self.srv_v6], capture_output=True, text=True)
+        self.assertNotEqual(route.returncode, 0, f"IPv6 has a route: {route.stdout}")
+        out_dir, cmd = self.fetch_cmd(self.srv_v6, "v6-blocked")
+        cmd[3] = "10"  # timeout -k 5 10: it cannot succeed
+        lab_helpers.in_host(self.lab, "client", *cmd, check=False, timeout=30)
+        self.assertFalse(os.path.exists(os.path.join(out_dir, f"{SIZE_MB}M.bin")))
+        self.fetch(self.srv_v4, "v4-only")
+        self.read_captures((cn, cp), native, channel)
         self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
 
 

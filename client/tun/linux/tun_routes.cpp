@@ -39,12 +39,15 @@ common::Outcome install_routes(const TunRouting& r) {
   }
   for (const auto& [family, flag] : {std::pair{common::IpFamily::v4, "-4"},
                                      std::pair{common::IpFamily::v6, "-6"}}) {
-    if (!has_family(r, family)) continue;
-    if (auto ok = ip({flag, "route", "replace", "default", "dev", r.device, "table",
-                      std::to_string(r.table)});
-        !ok) {
-      return ok;
-    }
+    // A family the tunnel has no address in is blocked, not left to the main table: its
+    // DNS, TCP and QUIC handshakes would otherwise leave natively.
+    const std::vector<std::string> route =
+        has_family(r, family)
+            ? std::vector<std::string>{flag, "route", "replace", "default", "dev", r.device,
+                                       "table", std::to_string(r.table)}
+            : std::vector<std::string>{flag, "route", "replace", "unreachable", "default",
+                                       "table", std::to_string(r.table)};
+    if (auto ok = ip(route); !ok) return ok;
     // Replace, not add: a rule left by an engine that died is taken over, not doubled.
     (void)ip(rule(r, flag, "del"));
     if (auto ok = ip(rule(r, flag, "add")); !ok) return ok;

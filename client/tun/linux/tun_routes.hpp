@@ -1,6 +1,7 @@
 // quicstep-tun's routing on Linux, as wg-quick routes a full tunnel: the TUN gets the
-// tunnel's addresses and MTU; a table of its own holds a default route into the TUN (for
-// each family the tunnel has an address in); a rule sends every packet *not* carrying the
+// tunnel's addresses and MTU; a table of its own holds a default route into the TUN for
+// each family the tunnel has an address in, and an unreachable default for the other (so
+// that family is blocked, never native); a rule sends every packet *not* carrying the
 // engine's fwmark to that table. The engine's own sockets (relays, and the WireGuard
 // helper's) carry the mark (MarkProtector, `--fwmark`) and take the main table, as
 // protected sockets do on Android. Unlike wg-quick there is no `suppress_prefixlength 0`
