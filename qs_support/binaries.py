@@ -27,6 +27,7 @@ PLACES = {
     "print_ruleset": "tests/quicstepd/print_ruleset",
     # the TUN engine on Linux, and its WireGuard helper: this machine's architecture, and arm64
     "quicstep-tun": "client/quicstep-tun",
+    "qs-engine": "client/tun/qs-engine",
     "qs-wg-helper": "client/tun/qs-wg-helper",
     "qs-wg-helper-arm64": "client/tun/qs-wg-helper-arm64",
 }

@@ -242,6 +242,7 @@ bool LoadConnection::send_packet(const ngtcp2_path& path, const std::uint8_t* da
   }
   s.send(data, len, to, net::sockaddr_len(to));
   ++result_.tx_datagrams;
+  if (result_.rx_datagrams == 0) ++result_.tx_before_reply;
   if (migrated_at_ != 0) ++result_.tx_after_migration;
   return true;
 }

@@ -46,6 +46,9 @@ struct LoadResult {
   std::uint64_t tx_datagrams = 0;   // datagrams sent (both paths)
   std::uint64_t rx_datagrams = 0;   // datagrams received (both paths)
   std::uint64_t tx_after_migration = 0;
+  // Datagrams sent before the first from the server arrived: they carry the client-chosen
+  // DCID (first Initials and their retransmissions), which the server cannot steer.
+  std::uint64_t tx_before_reply = 0;
   std::uint64_t rx_old_path_after_migration = 0;  // datagrams on the old socket since then
   double min_rtt_ms = -1;           // ngtcp2's minimum RTT sample (the path's RTT)  // datagrams sent since the first on the new path
   LossCounts losses;                // whole connection

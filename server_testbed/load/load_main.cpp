@@ -206,7 +206,7 @@ nlohmann::json summarize(const std::vector<std::unique_ptr<qs::LoadConnection>>&
   nlohmann::json per = nlohmann::json::array();
   std::vector<double> handover, duration, handshake, min_rtt;
   std::size_t ok = 0, migrated = 0, with_handover = 0;
-  std::uint64_t bytes = 0, ptos = 0, tx = 0, rx = 0, tx_after = 0;
+  std::uint64_t bytes = 0, ptos = 0, tx = 0, rx = 0, tx_after = 0, tx_before_reply = 0;
   qs::LossCounts loss, loss_after;
   for (std::size_t i = 0; i < connections; ++i) {
     const auto* c = conns[i].get();
@@ -223,6 +223,7 @@ nlohmann::json summarize(const std::vector<std::unique_ptr<qs::LoadConnection>>&
     tx += r.tx_datagrams;
     rx += r.rx_datagrams;
     tx_after += r.tx_after_migration;
+    tx_before_reply += r.tx_before_reply;
     loss.declared_lost += r.losses.declared_lost;
     loss.missing += r.losses.missing;
     loss.received += r.losses.received;
@@ -253,7 +254,7 @@ nlohmann::json summarize(const std::vector<std::unique_ptr<qs::LoadConnection>>&
       {"handshake_ms_p50", percentile(handshake, 0.5)},
       {"handshake_ms_p99", percentile(handshake, 0.99)},
       {"min_rtt_ms_p50", percentile(min_rtt, 0.5)},
-      {"tx_datagrams", tx}, {"rx_datagrams", rx},
+      {"tx_datagrams", tx}, {"rx_datagrams", rx}, {"tx_before_reply", tx_before_reply},
       {"lost_sent", loss.declared_lost}, {"missing_received", loss.missing},
       {"received_1rtt", loss.received},
       {"lost_sent_after_migration", loss_after.declared_lost},

@@ -147,8 +147,13 @@ class FloodCapacity(unittest.TestCase):
                     self.assertLessEqual(nft, own, r)
                     self.assertGreaterEqual(nft, 0.98 * own, r)
                     self.assertEqual(int(r["retries_total_server"]), 0, r)
-                    self.assertGreater(float(r["rcvbuf_errors_per_s"]), 0, r)  # saturated
-                    self.assertGreater(float(r["throttled_share"]), 0, r)
+                    # Saturated: the gate wanted more CPU than its quota in most periods.
+                    # Socket drops follow only when the generator outpaces it over the whole
+                    # window, which a loaded machine does not always let it do (a hunt run at
+                    # load 10.5 offered 7,073/s and the gate answered 6,877/s with no drop),
+                    # so they are reported above, not asserted. Still fails when the quota is
+                    # not applied, or the gate idles (sleeps, blocks) while packets wait.
+                    self.assertGreater(float(r["throttled_share"]), 0.5, r)
                     self.assertLess(float(r["cpu_defender"]), self.QUOTA * 1.5, r)
             self.assertTrue(os.path.getsize(os.path.join(out, "capacity_report.md")) > 0)
             for base in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup"):

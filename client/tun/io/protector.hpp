@@ -3,12 +3,16 @@
 //   MarkProtector  Linux: SO_MARK with the mark whose policy rule leads to the main table
 //                  (as Android's netd does, and as wg-quick marks its own socket); needs
 //                  CAP_NET_ADMIN.
+//   SocketProtector Android: the socket goes to the service's protect socket (fd_exchange.hpp,
+//                  shadowsocks-android's protect_path protocol), which calls
+//                  VpnService.protect(fd) and answers; one exchange per socket.
 //   NoProtector    tests whose sockets need no protection (no TUN routes in their way).
-// Android's protect socket (shadowsocks-android's protect_path protocol) is a third one.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace quicstep::client::tun {
 
@@ -29,6 +33,20 @@ class MarkProtector : public Protector {
 
  private:
   std::uint32_t mark_;
+};
+
+class SocketProtector : public Protector {
+ public:
+  // The service answers at once: a silent one for `timeout` is dead or wedged.
+  explicit SocketProtector(std::string path,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(5))
+      : path_(std::move(path)), timeout_(timeout) {}
+  std::string protect(int fd) override;
+  std::string describe() const override { return "protect socket " + path_; }
+
+ private:
+  std::string path_;
+  std::chrono::milliseconds timeout_;
 };
 
 class NoProtector : public Protector {

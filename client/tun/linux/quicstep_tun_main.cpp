@@ -28,6 +28,8 @@
 #include "client/kernel/kernel_probe.hpp"
 #include "client/tun/engine_status.hpp"
 #include "client/tun/io/engine_loop.hpp"
+#include "client/tun/io/engine_runner.hpp"
+#include "client/tun/io/fd_exchange.hpp"
 #include "client/tun/io/tun_device.hpp"
 #include "client/tun/io/wg_helper_process.hpp"
 #include "client/tun/linux/tun_routes.hpp"
@@ -76,28 +78,6 @@ std::string default_helper() {
   return "/usr/lib/quicstep/qs-wg-helper";
 }
 
-quicstep::common::Result<std::string, quicstep::common::Failure> read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return quicstep::common::Failure("cannot read " + path + ": " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-UniqueFd listen_control(const std::string& path) {
-  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (!fd.valid() || path.size() >= sizeof addr.sun_path) return {};
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  unlink(path.c_str());
-  const mode_t old = umask(0077);
-  const bool ok = bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                  listen(fd.get(), 8) == 0;
-  umask(old);
-  return ok ? std::move(fd) : UniqueFd();
-}
-
 // The rtnetlink announcements of addresses and routes, and the native source they give.
 class NetworkWatch {
  public:
@@ -143,20 +123,6 @@ class NetworkWatch {
   bool started_ = false;
 };
 
-// wireguard-go opens its sockets again on `listen_port=` of its own port, and forgets the
-// source its peers last used (the address that may be gone).
-void rebind_helper(tun::WgHelperProcess& helper) {
-  auto got = helper.uapi("get=1\n\n");
-  if (!got.ok()) return;
-  const std::size_t at = got->find("listen_port=");
-  if (at == std::string::npos) return;
-  const std::string port = got->substr(at + 12, got->find('\n', at) - at - 12);
-  auto set = helper.uapi("set=1\nlisten_port=" + port + "\n\n");
-  if (!set.ok() || set->rfind("errno=0", 0) != 0) {
-    spdlog::warn("WireGuard helper re-bind: {}", set.ok() ? *set : set.error().message);
-  }
-}
-
 int cleanup(const Options& o) {
   tun::TunRouting routing;
   routing.device = o.device;
@@ -197,33 +163,17 @@ int main(int argc, char** argv) {
   }
   if (o.helper.empty()) o.helper = default_helper();
 
-  auto text = read_file(o.wg_config);
-  if (!text.ok()) {
-    std::fprintf(stderr, "quicstep-tun: %s\n", text.error().message.c_str());
-    return 2;
-  }
-  const tun::WgQuickLoad wg = tun::parse_wg_quick(*text, o.wg_config);
-  for (const auto& e : wg.errors) std::fprintf(stderr, "quicstep-tun: %s\n", e.to_string().c_str());
-  if (!wg.ok()) return 2;
-  for (const auto& i : wg.ignored) {
-    spdlog::info("{}:{}: {} is wg-quick's, ignored", o.wg_config, i.line, i.key);
-  }
-  tun::EngineConfig config;
-  if (!o.config.empty()) {
-    const core::ConfigLoad load = core::load_config(o.config);
-    for (const auto& e : load.errors) std::fprintf(stderr, "quicstep-tun: %s\n", e.to_string().c_str());
-    if (!load.ok()) return 2;
-    config.policy = load.config.policy;
-  }
-  const unsigned mtu = wg.config.mtu.value_or(1420);
-  config.held_max_payload = mtu;
+  const std::optional<tun::EngineFiles> files =
+      tun::load_engine_files("quicstep-tun", o.wg_config, o.config);
+  if (!files) return 2;
+  const unsigned mtu = files->mtu;
 
   auto device = tun::open_tun(o.device);
   if (!device.ok()) {
     std::fprintf(stderr, "quicstep-tun: %s\n", device.error().message.c_str());
     return 1;
   }
-  tun::TunRouting routing{o.device, o.table, o.fwmark, 30500, mtu, wg.config.addresses};
+  tun::TunRouting routing{o.device, o.table, o.fwmark, 30500, mtu, files->wg.addresses};
   if (!o.no_routes) {
     if (auto ok = tun::install_routes(routing); !ok.ok()) {
       std::fprintf(stderr, "quicstep-tun: %s\n", ok.error().message.c_str());
@@ -232,33 +182,22 @@ int main(int argc, char** argv) {
   }
   const tun::WgHelperOptions helper_options{
       o.helper, {"--fwmark", std::to_string(o.fwmark)}, mtu, o.helper_log};
-  const std::string uapi = tun::render_uapi_set(wg.config);
-  auto started = tun::WgHelperProcess::start(helper_options, uapi);
+  auto started = tun::WgHelperProcess::start(helper_options, files->uapi_set);
   if (!started.ok()) {
     std::fprintf(stderr, "quicstep-tun: %s\n", started.error().message.c_str());
     return 1;
   }
-  std::optional<tun::WgHelperProcess> helper(std::move(*started));
 
   const int tun_fd = device->get();  // owned by the loop from here on
   tun::MarkProtector protector(o.fwmark);
-  tun::EngineLoop loop(config, std::move(*device), helper->take_packets(), protector,
+  tun::EngineLoop loop(files->engine, std::move(*device), started->take_packets(), protector,
                        std::random_device{}() | std::uint64_t{std::random_device{}()} << 32);
-  if (UniqueFd control = listen_control(o.control); control.valid()) {
-    loop.serve_control(std::move(control), [&loop](const std::string& request) {
-      if (request != "status") return std::string("{\"error\":\"unknown request\"}\n");
-      nlohmann::json j = tun::engine_status_json(loop.engine());
-      const tun::LoopCounters& c = loop.counters();
-      j["loop"] = {{"tun_write_dropped", c.tun_write_dropped},
-                   {"channel_send_dropped", c.channel_send_dropped},
-                   {"native_send_failed", c.native_send_failed},
-                   {"relay_socket_failed", c.relay_socket_failed},
-                   {"protect_failed", c.protect_failed},
-                   {"last_error", c.last_error}};
-      return j.dump() + "\n";
-    });
+  tun::EngineRunner runner(loop, helper_options, files->uapi_set, std::move(*started));
+  if (auto control = tun::listen_unix(o.control); control.ok()) {
+    loop.serve_control(std::move(*control),
+                       [&runner](const std::string& request) { return runner.answer(request); });
   } else {
-    spdlog::warn("control socket {}: cannot listen; status unavailable", o.control);
+    spdlog::warn("control socket: {}; status unavailable", control.error().message);
   }
   // The network: when the main table's default route gives another source (a new address,
   // a new uplink), every relay and the helper's socket are opened again on it, and their
@@ -269,8 +208,7 @@ int main(int argc, char** argv) {
       if (!network.changed()) return;
       spdlog::info("network changed: native source {}; relays and channel re-bound",
                    network.describe());
-      loop.network_changed();
-      if (helper) rebind_helper(*helper);
+      runner.network_changed();
     });
   } else {
     spdlog::warn("no rtnetlink watch: network changes are not followed");
@@ -282,34 +220,12 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
   spdlog::info("quicstep-tun {}: {} up, WireGuard helper pid {}", quicstep::kVersion, o.device,
-               helper->pid());
+               runner.helper_pid());
 
-  auto backoff = std::chrono::milliseconds(250);
-  for (;;) {
-    const std::string ended = loop.run();
-    if (g_stopping) break;
-    if (ended != "the WireGuard helper closed its end") {
-      spdlog::error("engine: {}; the TUN and its routes stay (no traffic, no leak)", ended);
-      g_loop = nullptr;
-      return 1;
-    }
-    spdlog::warn("the WireGuard helper died; starting it again");
-    for (;;) {
-      helper.reset();  // reaps the dead one
-      std::this_thread::sleep_for(backoff);
-      if (g_stopping) break;
-      auto again = tun::WgHelperProcess::start(helper_options, uapi);
-      if (again.ok()) {
-        helper.emplace(std::move(*again));
-        loop.replace_channel(helper->take_packets());
-        backoff = std::chrono::milliseconds(250);
-        spdlog::info("WireGuard helper pid {}", helper->pid());
-        break;
-      }
-      spdlog::error("{}", again.error().message);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(10'000));
-    }
-    if (g_stopping) break;
+  if (const std::string ended = runner.run(g_stopping); !ended.empty()) {
+    spdlog::error("engine: {}; the TUN and its routes stay (no traffic, no leak)", ended);
+    g_loop = nullptr;
+    return 1;
   }
   g_loop = nullptr;
   spdlog::info("stopping: removing {} and its routes", o.device);

@@ -1,0 +1,121 @@
+#include "client/tun/io/engine_runner.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "client/core/policy_config.hpp"
+#include "client/tun/engine_status.hpp"
+
+namespace quicstep::client::tun {
+
+std::optional<EngineFiles> load_engine_files(const std::string& program,
+                                             const std::string& wg_config,
+                                             const std::string& policy_config) {
+  std::ifstream in(wg_config);
+  if (!in) {
+    std::fprintf(stderr, "%s: cannot read %s: %s\n", program.c_str(), wg_config.c_str(),
+                 std::strerror(errno));
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  const WgQuickLoad wg = parse_wg_quick(text.str(), wg_config);
+  for (const auto& e : wg.errors) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.to_string().c_str());
+  }
+  if (!wg.ok()) return std::nullopt;
+  for (const auto& i : wg.ignored) {
+    spdlog::info("{}:{}: {} is wg-quick's, ignored", wg_config, i.line, i.key);
+  }
+  EngineFiles files;
+  files.wg = wg.config;
+  if (!policy_config.empty()) {
+    const core::ConfigLoad load = core::load_config(policy_config);
+    for (const auto& e : load.errors) {
+      std::fprintf(stderr, "%s: %s\n", program.c_str(), e.to_string().c_str());
+    }
+    if (!load.ok()) return std::nullopt;
+    files.engine.policy = load.config.policy;
+  }
+  files.mtu = wg.config.mtu.value_or(1420);
+  files.engine.held_max_payload = files.mtu;
+  files.uapi_set = render_uapi_set(wg.config);
+  return files;
+}
+
+EngineRunner::EngineRunner(EngineLoop& loop, WgHelperOptions options, std::string uapi_set,
+                           WgHelperProcess helper)
+    : loop_(loop), options_(std::move(options)), uapi_set_(std::move(uapi_set)),
+      helper_(std::move(helper)) {}
+
+std::string EngineRunner::answer(const std::string& request) {
+  if (request == "status") {
+    nlohmann::json j = engine_status_json(loop_.engine());
+    const LoopCounters& c = loop_.counters();
+    j["loop"] = {{"tun_write_dropped", c.tun_write_dropped},
+                 {"channel_send_dropped", c.channel_send_dropped},
+                 {"native_send_failed", c.native_send_failed},
+                 {"relay_socket_failed", c.relay_socket_failed},
+                 {"protect_failed", c.protect_failed},
+                 {"last_error", c.last_error}};
+    j["helper_pid"] = helper_pid();
+    return j.dump() + "\n";
+  }
+  if (request == "network-changed") {
+    network_changed();
+    return "{\"ok\":true}\n";
+  }
+  return "{\"error\":\"unknown request\"}\n";
+}
+
+// wireguard-go opens its sockets again on `listen_port=` of its own port, and forgets the
+// source its peers last used (the address that may be gone).
+void EngineRunner::network_changed() {
+  loop_.network_changed();
+  if (!helper_) return;
+  auto got = helper_->uapi("get=1\n\n");
+  if (!got.ok()) return;
+  const std::size_t at = got->find("listen_port=");
+  if (at == std::string::npos) return;
+  const std::string port = got->substr(at + 12, got->find('\n', at) - at - 12);
+  auto set = helper_->uapi("set=1\nlisten_port=" + port + "\n\n");
+  if (!set.ok() || set->rfind("errno=0", 0) != 0) {
+    spdlog::warn("WireGuard helper re-bind: {}", set.ok() ? *set : set.error().message);
+  }
+}
+
+std::string EngineRunner::run(const volatile sig_atomic_t& stopping) {
+  auto backoff = std::chrono::milliseconds(250);
+  for (;;) {
+    const std::string ended = loop_.run();
+    if (stopping) return {};
+    if (ended != "the WireGuard helper closed its end") return ended;
+    spdlog::warn("the WireGuard helper died; starting it again");
+    for (;;) {
+      helper_.reset();  // reaps the dead one
+      std::this_thread::sleep_for(backoff);
+      if (stopping) return {};
+      auto again = WgHelperProcess::start(options_, uapi_set_);
+      if (again.ok()) {
+        helper_.emplace(std::move(*again));
+        loop_.replace_channel(helper_->take_packets());
+        backoff = std::chrono::milliseconds(250);
+        spdlog::info("WireGuard helper pid {}", helper_->pid());
+        break;
+      }
+      spdlog::error("{}", again.error().message);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(10'000));
+    }
+  }
+}
+
+}  // namespace quicstep::client::tun

@@ -1,0 +1,60 @@
+// EngineRunner: what every frontend of the TUN engine does around its EngineLoop, the same
+// on Linux (quicstep-tun) and Android (qs-engine): keeps a WireGuard helper running (a dead
+// one is started again with the same wg-quick settings and its pair given to the loop; the
+// engine's flows go on), answers the control socket, and follows a network change (every
+// relay opened again, and the helper's socket too, so that servers see the new address).
+#pragma once
+
+#include <signal.h>
+
+#include <optional>
+#include <string>
+
+#include "client/tun/engine_core.hpp"
+#include "client/tun/io/engine_loop.hpp"
+#include "client/tun/io/wg_helper_process.hpp"
+#include "client/tun/wg_quick_uapi.hpp"
+
+namespace quicstep::client::tun {
+
+// The engine's files, read and checked: the wg-quick file (the channel) and, when given,
+// quicstepd.toml (the classifier's policy).
+struct EngineFiles {
+  WgQuickConfig wg;
+  EngineConfig engine;
+  std::string uapi_set;  // the helper's `set=1` request
+  unsigned mtu = 1420;   // the channel's (wg-quick's MTU, or its default)
+};
+
+// Reads both files. Every error is written to stderr as "`program`: file:line: ...", each
+// key the engine ignores is logged; returns nothing when the engine must not start.
+std::optional<EngineFiles> load_engine_files(const std::string& program,
+                                             const std::string& wg_config,
+                                             const std::string& policy_config);
+
+class EngineRunner {
+ public:
+  // `loop` must outlive the runner; `helper` is the running first helper.
+  EngineRunner(EngineLoop& loop, WgHelperOptions options, std::string uapi_set,
+               WgHelperProcess helper);
+
+  // The control socket's answers: `status` (quicstepctl's vocabulary, engine_status.hpp, and
+  // the loop's counters), `network-changed` (the frontend's system told it: Android's
+  // ConnectivityManager; Linux uses rtnetlink and calls network_changed() itself).
+  std::string answer(const std::string& request);
+  // Re-binds every relay and the helper's sockets on the current network.
+  void network_changed();
+  // Runs the loop until `stopping` is set (a signal handler also calls loop.stop()) or the
+  // engine itself fails. A dead helper is restarted (250 ms, doubling to 10 s). Returns
+  // the empty string after a stop, or why the engine ended.
+  std::string run(const volatile sig_atomic_t& stopping);
+  pid_t helper_pid() const { return helper_ ? helper_->pid() : -1; }
+
+ private:
+  EngineLoop& loop_;
+  WgHelperOptions options_;
+  std::string uapi_set_;
+  std::optional<WgHelperProcess> helper_;
+};
+
+}  // namespace quicstep::client::tun
