@@ -28,6 +28,8 @@ PLACES = {
     # the TUN engine on Linux, and its WireGuard helper: this machine's architecture, and arm64
     "quicstep-tun": "client/quicstep-tun",
     "qs-engine": "client/tun/qs-engine",
+    "qs-engine-arm64": "client/tun/qs-engine-arm64",
+    "qs-engine-static": "client/tun/qs-engine-static",
     "qs-wg-helper": "client/tun/qs-wg-helper",
     "qs-wg-helper-arm64": "client/tun/qs-wg-helper-arm64",
 }

@@ -45,9 +45,30 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# The TUN engine for arm64 (cmake/StaticEngine.cmake): Debian's cross compiler and nettle
+# for arm64 from the multiarch archive, which debian/control cannot name (no :arm64 there).
+cross=(crossbuild-essential-arm64 nettle-dev:arm64)
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "install.sh: adding the arm64 architecture (multiarch) for the arm64 engine"
+  dpkg --add-architecture arm64
+  updated=0
+fi
+cross_missing=()
+for p in "${cross[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    cross_missing+=("$p")
+  fi
+done
+if [[ ${#cross_missing[@]} -gt 0 ]]; then
+  echo "install.sh: installing ${cross_missing[*]}"
+  [[ $updated -eq 1 ]] || apt-get update -q
+  updated=1
+  apt-get install -y -q --no-install-recommends "${cross_missing[@]}"
+fi
+
 # The build dependencies, every profile's (the tests' and fuzzers' too): debian/control.
 if dpkg-checkbuilddeps debian/control 2>/dev/null; then
-  echo "install.sh: all ${#packages[@]} packages and debian/control's build dependencies present"
+  echo "install.sh: all $((${#packages[@]} + ${#cross[@]})) packages and debian/control's build dependencies present"
   exit 0
 fi
 echo "install.sh: installing debian/control's missing build dependencies"

@@ -1,7 +1,9 @@
 """A fake of the Java service's protect socket (shadowsocks-android's protect_path
 protocol): per connection, one byte with a socket fd (SCM_RIGHTS) in; one byte out, 0 =
 protected. It records what each received socket was at the moment it arrived, and keeps a
-duplicate so that a test can ask later which port the socket was bound to."""
+duplicate so that a test can ask later which port the socket was bound to. With `mark`, it
+protects as Android's netd does: the socket gets that SO_MARK, which a policy rule sends to
+the main table (root)."""
 import os
 import socket
 import threading
@@ -9,8 +11,8 @@ import time
 
 
 class ProtectServer:
-    def __init__(self, path, answer=0):
-        self.path, self.answer = path, answer
+    def __init__(self, path, answer=0, mark=None):
+        self.path, self.answer, self.mark = path, answer, mark
         self.received = []  # dicts: type, family, port_on_arrival, at, sock (kept open)
         self.errors = []
         self.lock = threading.Lock()
@@ -44,6 +46,8 @@ class ProtectServer:
                     conn.sendall(b"\x01")
                     continue
                 s = socket.socket(fileno=fds[0])
+                if self.mark is not None:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, self.mark)
                 with self.lock:
                     self.received.append({
                         "type": s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE),

@@ -118,11 +118,11 @@ int main(int argc, char** argv) {
 
   const tun::WgHelperOptions helper_options{
       o.helper, {"--protect-socket", o.protect_socket}, files->mtu, o.helper_log};
-  auto started = tun::WgHelperProcess::start(helper_options, files->uapi_set);
-  if (!started.ok()) {
-    std::fprintf(stderr, "qs-engine: %s\n", started.error().message.c_str());
+  std::optional<tun::WgHelperProcess> started =
+      tun::start_helper(helper_options, files->uapi_set, g_stopping);
+  if (!started) {
     cleanup_sockets(o);
-    return 1;
+    return 0;
   }
   tun::SocketProtector protector(o.protect_socket);
   tun::EngineLoop loop(files->engine, std::move(*tun_fd), started->take_packets(), protector,

@@ -93,28 +93,39 @@ void EngineRunner::network_changed() {
   }
 }
 
-std::string EngineRunner::run(const volatile sig_atomic_t& stopping) {
+std::optional<WgHelperProcess> start_helper(const WgHelperOptions& options,
+                                            const std::string& uapi_set,
+                                            const volatile sig_atomic_t& stopping) {
   auto backoff = std::chrono::milliseconds(250);
+  while (!stopping) {
+    auto started = WgHelperProcess::start(options, uapi_set);
+    if (started.ok()) {
+      spdlog::info("WireGuard helper pid {}", started->pid());
+      return std::optional<WgHelperProcess>(std::move(*started));
+    }
+    spdlog::error("{}{}; trying again in {} ms", started.error().message,
+                  options.log_path.empty() ? "" : " (its log: " + options.log_path + ")",
+                  backoff.count());
+    for (auto slept = std::chrono::milliseconds(0); slept < backoff && !stopping;
+         slept += std::chrono::milliseconds(50)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(10'000));
+  }
+  return std::nullopt;
+}
+
+std::string EngineRunner::run(const volatile sig_atomic_t& stopping) {
   for (;;) {
     const std::string ended = loop_.run();
     if (stopping) return {};
     if (ended != "the WireGuard helper closed its end") return ended;
     spdlog::warn("the WireGuard helper died; starting it again");
-    for (;;) {
-      helper_.reset();  // reaps the dead one
-      std::this_thread::sleep_for(backoff);
-      if (stopping) return {};
-      auto again = WgHelperProcess::start(options_, uapi_set_);
-      if (again.ok()) {
-        helper_.emplace(std::move(*again));
-        loop_.replace_channel(helper_->take_packets());
-        backoff = std::chrono::milliseconds(250);
-        spdlog::info("WireGuard helper pid {}", helper_->pid());
-        break;
-      }
-      spdlog::error("{}", again.error().message);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(10'000));
-    }
+    helper_.reset();  // reaps the dead one
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    helper_ = start_helper(options_, uapi_set_, stopping);
+    if (!helper_) return {};
+    loop_.replace_channel(helper_->take_packets());
   }
 }
 

@@ -32,6 +32,14 @@ std::optional<EngineFiles> load_engine_files(const std::string& program,
                                              const std::string& wg_config,
                                              const std::string& policy_config);
 
+// Starts the WireGuard helper, and again after each failure (250 ms, doubling to 10 s, each
+// failure logged) until it runs or `stopping` is set (then: nothing). A helper that cannot
+// start (its protect refused, a bad key the parser let through) keeps the engine waiting with
+// no channel, never running without one.
+std::optional<WgHelperProcess> start_helper(const WgHelperOptions& options,
+                                            const std::string& uapi_set,
+                                            const volatile sig_atomic_t& stopping);
+
 class EngineRunner {
  public:
   // `loop` must outlive the runner; `helper` is the running first helper.

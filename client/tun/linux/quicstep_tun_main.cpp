@@ -168,6 +168,12 @@ int main(int argc, char** argv) {
   if (!files) return 2;
   const unsigned mtu = files->mtu;
 
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
   auto device = tun::open_tun(o.device);
   if (!device.ok()) {
     std::fprintf(stderr, "quicstep-tun: %s\n", device.error().message.c_str());
@@ -182,10 +188,12 @@ int main(int argc, char** argv) {
   }
   const tun::WgHelperOptions helper_options{
       o.helper, {"--fwmark", std::to_string(o.fwmark)}, mtu, o.helper_log};
-  auto started = tun::WgHelperProcess::start(helper_options, files->uapi_set);
-  if (!started.ok()) {
-    std::fprintf(stderr, "quicstep-tun: %s\n", started.error().message.c_str());
-    return 1;
+  std::optional<tun::WgHelperProcess> started =
+      tun::start_helper(helper_options, files->uapi_set, g_stopping);
+  if (!started) {  // stopped while the helper could not start
+    if (!o.no_routes) tun::remove_routes(routing);
+    (void)tun::stop_persisting(device->get(), o.device);
+    return 0;
   }
 
   const int tun_fd = device->get();  // owned by the loop from here on
@@ -214,11 +222,6 @@ int main(int argc, char** argv) {
     spdlog::warn("no rtnetlink watch: network changes are not followed");
   }
   g_loop = &loop;
-  struct sigaction sa{};
-  sa.sa_handler = on_signal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
   spdlog::info("quicstep-tun {}: {} up, WireGuard helper pid {}", quicstep::kVersion, o.device,
                runner.helper_pid());
 
