@@ -2,15 +2,17 @@
 the page-load measurements: native (nothing to do), full VPN (`qslab vpn on`: everything
 through the channel) and QUICstep (quicstepd started on the client for the mode, stopped
 after it). The caller passes its process list (processes are ended by PID) and a work
-directory."""
+directory. One more mode, not among the three the demo and the default batches use: TUN, the
+TUN engine quicstep-tun in the QUICstep place (qs_support/tun_engine.py)."""
 import json
 import os
 from contextlib import contextmanager
 
 from qs_support import lab as qslab_lab
-from qs_support import quicstepd
+from qs_support import quicstepd, tun_engine
 
 MODES = ("native", "full VPN", "QUICstep")
+TUN = "QUICstep TUN"
 
 
 class PathModes:
@@ -22,10 +24,11 @@ class PathModes:
         self.ns = lab["client"]["netns"]
         self.sock = os.path.join(work, "control.sock")
         self.daemon = None
+        self.tun = False
 
     def enter(self, mode):
-        if mode not in MODES:
-            raise ValueError(f"unknown path mode {mode!r} (one of {', '.join(MODES)})")
+        if mode not in MODES and mode != TUN:
+            raise ValueError(f"unknown path mode {mode!r} (one of {', '.join(MODES + (TUN,))})")
         if mode == "full VPN":
             qslab_lab.qslab("vpn", "on")
         elif mode == "QUICstep":
@@ -36,6 +39,9 @@ class PathModes:
                                                      "--control", self.sock],
                                            os.path.join(self.work, "quicstepd.log"))
             quicstepd.wait_daemon(self.ns, self.sock, self.daemon)
+        elif mode == TUN:
+            self.daemon = tun_engine.start(self.procs, self.lab, self.work, self.sock)
+            self.tun = True
 
     def leave(self, mode):
         if mode == "full VPN":
@@ -43,6 +49,9 @@ class PathModes:
         elif mode == "QUICstep" and self.daemon:
             self.procs.stop(self.daemon, timeout=20)
             self.daemon = None
+        elif mode == TUN and self.daemon:
+            tun_engine.stop(self.procs, self.lab, self.daemon)
+            self.daemon, self.tun = None, False
 
     @contextmanager
     def using(self, mode):
@@ -53,5 +62,8 @@ class PathModes:
             self.leave(mode)
 
     def quicstepd_status(self):
-        """`quicstepctl status --json` of the running daemon (QUICstep mode only)."""
+        """`quicstepctl status --json` of the running daemon (QUICstep mode), or the TUN
+        engine's status, in the same vocabulary (TUN mode)."""
+        if self.tun:
+            return tun_engine.status(self.sock)
         return json.loads(quicstepd.ctl(self.ns, self.sock, "status", "--json").stdout)

@@ -29,6 +29,8 @@ HOLD_VARIANT = ("QUICstep hold 100ms", "QUICstep", "[hold]\ntime_ms = 100\n")
 # quicstepd's two native paths side by side (the default "auto" takes the routed one in the
 # lab): the queue path written out.
 QUEUE_PATH_VARIANT = ("QUICstep queue path", "QUICstep", 'native_path = "queue"\n')
+# The TUN engine (quicstep-tun, client/tun) in QUICstep's place: the Android app's engine.
+TUN_VARIANT = (path_modes.TUN, path_modes.TUN, "")
 FIELDS = ["experiment", "profile", "channel_rate_mbit", "round", "mode", "page", "page_bytes",
           "ok", "error", "ttfb_ms", "plt_ms", "protocol", "responses", "non_h3_responses",
           "received_bytes", "channel_bytes", "channel_packets", "wall_s", "qs_moved_native",
@@ -126,7 +128,7 @@ class Batch:
         row = {"experiment": self.experiment, "profile": self.profile,
                "channel_rate_mbit": "" if self.rate is None else self.rate, "round": round_no,
                "mode": mode, "page": page, "page_bytes": size, "ok": 0, "error": ""}
-        before = self.qsd_status(mode) if base_mode == "QUICstep" else None
+        before = self.qsd_status(mode) if base_mode in ("QUICstep", path_modes.TUN) else None
         home = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
         origins = ",".join(f"{host}:443" for host in pages.HOSTS)
         flags = ["--enable-quic", f"--origin-to-force-quic-on={origins}",

@@ -11,6 +11,8 @@
            channel for 100 ms (the move after the server completed the handshake)
   paths    london-ohio at 5 Mbit/s: native, quicstepd with its default (routed) native path
            and with the queue path (no full VPN: the other batches have it)
+  tun      london-ohio at 5 Mbit/s: native, quicstepd (default) and the TUN engine
+           quicstep-tun, 100 KB and 1 MB pages (issue 23's target: within 1.1x of quicstepd)
 
 Each batch (one profile and rate) takes the lab lock /run/qs-helper-lab.lock, brings the lab
 up, runs its rounds and brings it down, so other users of the lab get it between batches.
@@ -62,6 +64,11 @@ def plan(args):
         out.append(("paths", args.table5_profile, 5, sizes + ["many"], args.rounds,
                     [v for v in harness.DEFAULT_VARIANTS if v[0] != "full VPN"]
                     + [harness.QUEUE_PATH_VARIANT]))
+    if "tun" in args.experiments:
+        from measurement.pageload import harness
+        out.append(("tun", args.table5_profile, 5, ["100KB", "1MB"], args.rounds,
+                    [v for v in harness.DEFAULT_VARIANTS if v[0] != "full VPN"]
+                    + [harness.TUN_VARIANT]))
     return out
 
 
@@ -79,7 +86,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--experiments", nargs="+",
                     default=["table5", "table2", "table3", "hold", "paths"],
-                    choices=["table5", "table2", "table3", "hold", "paths"])
+                    choices=["table5", "table2", "table3", "hold", "paths", "tun"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
     ap.add_argument("--table5-profile", default="london-ohio")
     ap.add_argument("--skip-done", action="store_true", help="skip batches already in the CSV")

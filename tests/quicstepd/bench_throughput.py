@@ -15,7 +15,12 @@ lasts 0.4 s, so a one-off 50 ms costs it 12%.
 
 The paper's mode keeps the client's native source address on channel packets: the lab's
 provider accepts only the tunnel address, so for that mode the benchmark temporarily adds
-the client's native prefixes to the provider peer's allowed IPs (restored afterwards)."""
+the client's native prefixes to the provider peer's allowed IPs (restored afterwards).
+
+The `tun` mode is quicstep-tun, the TUN engine (client/tun): the client's routes go into its
+TUN and it carries its own WireGuard channel with the lab client's key (qs_support/
+tun_engine.py: the lab's channel interface loses its peer meanwhile). Its CPU is the engine's
+and its helper's."""
 import argparse
 import json
 import os
@@ -25,6 +30,7 @@ import sys
 import tempfile
 import time
 
+from qs_support import tun_engine
 from tests.quicstepd import qsd_helpers as h
 from tests.lab import lab_helpers
 
@@ -156,6 +162,7 @@ class Bench:
         self.peer, allowed = out.split("\t", 1)
         self.allowed = ",".join(allowed.split())
         self.native_prefixes = "198.18.1.0/24,2001:db8:1::/64"
+        self.helper_pid = None
         time.sleep(0.5)
 
     def in_ns(self, *cmd, stdin=None):
@@ -178,6 +185,9 @@ class Bench:
                            check=True)
         if mode == "paper":
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "up"], check=True)
+        elif mode == "tun":
+            self.daemon = tun_engine.start(self.procs, self.lab, self.work, self.sock)
+            self.helper_pid = tun_engine.helper_pid(self.daemon.pid)
         elif base.startswith("quicstepd"):
             binary = mode.split("=", 1)[1] if "=" in mode else h.QSD
             config = self.configs.get(mode, self.configs["quicstepd-default"])
@@ -202,6 +212,9 @@ class Bench:
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "down"], check=True)
             subprocess.run(["ip", "netns", "exec", self.prov_ns, "wg", "set", self.prov_if, "peer",
                             self.peer, "allowed-ips", self.allowed], check=True)
+        elif mode == "tun" and self.daemon:
+            tun_engine.stop(self.procs, self.lab, self.daemon)
+            self.daemon, self.helper_pid = None, None
         elif base.startswith("quicstepd") and self.daemon:
             self.procs.stop(self.daemon)
             self.daemon = None
@@ -242,7 +255,7 @@ class Bench:
         # evaluation for sent packets runs in the sender's system time), largest size.
         client_cpu = {d: {m: [] for m in modes} for d in ("download", "upload")}
         client_sys = {d: {m: [] for m in modes} for d in ("download", "upload")}
-        cpu = {"seconds": 0.0, "bytes": 0}
+        cpu = {m: {"seconds": 0.0, "bytes": 0} for m in modes}
         for r in range(self.args.rounds):
             k = r % len(modes)
             for m in modes[k:] + modes[:k]:  # rotate the order round by round
@@ -250,7 +263,7 @@ class Bench:
                 try:
                     for d in ("download", "upload"):
                         for z in sizes:
-                            c0 = cpu_seconds(self.daemon.pid) if self.daemon else 0
+                            c0 = self.daemon_cpu()
                             try:
                                 took, cpu_s, sys_s = self.transfer(d, z)
                             except RuntimeError as e:
@@ -260,11 +273,19 @@ class Bench:
                                 client_cpu[d][m].append(cpu_s / (z / 1000))
                                 client_sys[d][m].append(sys_s / (z / 1000))
                             if self.daemon:
-                                cpu["seconds"] += cpu_seconds(self.daemon.pid) - c0
-                                cpu["bytes"] += z * 1_000_000
+                                cpu[m]["seconds"] += self.daemon_cpu() - c0
+                                cpu[m]["bytes"] += z * 1_000_000
                 finally:
                     self.mode_down(m)
         return seconds, cpu, client_cpu, client_sys
+
+    def daemon_cpu(self):
+        """The CPU seconds of the mode's own processes: quicstepd, or the TUN engine and its
+        WireGuard helper."""
+        if not self.daemon:
+            return 0
+        return cpu_seconds(self.daemon.pid) + (cpu_seconds(self.helper_pid)
+                                               if self.helper_pid else 0)
 
     def teardown(self):
         self.procs.stop_all()
@@ -293,7 +314,8 @@ def main():
                          "(it waits a whole RTT), quicstepd-hold3 (queue path + a 3-packet hold), "
                          "quicstepd-hold5ms, quicstepd-gso-kernel (queue path + native_gso = "
                          "kernel), quicstepd-routed (native_path = routed written out), "
-                         "quicstepd-routed-noswitch, quicstepd=BINARY (another build, default "
+                         "quicstepd-routed-noswitch, tun (quicstep-tun, the TUN engine), "
+                         "quicstepd=BINARY (another build, default "
                          "config), paper+ct, paper+nat, paper+set, "
                          "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "
                          "kernel features)")
@@ -304,7 +326,7 @@ def main():
         base, _, extra = m.partition("+")
         if base.startswith("quicstepd="):
             continue
-        if base not in ("native", "paper", *QSD_MODES) or (
+        if base not in ("native", "paper", "tun", *QSD_MODES) or (
                 extra and (base != "paper" or extra not in {*EXTRA_NFT, "ipt"})):
             ap.error(f"unknown mode {m}")
     b = Bench(args)
@@ -314,7 +336,8 @@ def main():
     finally:
         b.teardown()
     summary = {"sizes_mb": args.sizes, "rounds": args.rounds, "seconds": seconds,
-               "daemon_cpu_s_per_gb": cpu["seconds"] / max(1e-9, cpu["bytes"] / 1e9)}
+               "daemon_cpu_s_per_gb": {m: c["seconds"] / max(1e-9, c["bytes"] / 1e9)
+                                       for m, c in cpu.items() if c["bytes"]}}
     summary["client_cpu_s_per_gb"] = client_cpu
     summary["client_sys_s_per_gb"] = client_sys
     for d in client_cpu:
@@ -351,10 +374,10 @@ def main():
                 f"{d} bulk rate ({z1}->{z2} MB)", rate, "Mbit/s")
             summary.setdefault("median_fixed_ms", {})[d] = table(
                 f"{d} fixed cost per connection", fixed, "ms", "6.1f")
-    per_gb = summary["daemon_cpu_s_per_gb"]
-    print(f"quicstepd CPU: {per_gb:.4f} s per GB transferred" +
-          (" (below /proc's 10 ms resolution: the daemon sees only each flow's first packets)"
-           if per_gb == 0 else ""))
+    for m, per_gb in summary["daemon_cpu_s_per_gb"].items():
+        print(f"{m} CPU (quicstepd; for tun the engine and its helper): {per_gb:.4f} s per GB "
+              "transferred" + (" (below /proc's 10 ms resolution: the daemon sees only each "
+                               "flow's first packets)" if per_gb == 0 else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=2)

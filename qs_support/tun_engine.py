@@ -1,0 +1,106 @@
+"""quicstep-tun, the TUN engine, as the lab's measurements run it: the client's routes go into
+its TUN, and it carries its own WireGuard channel with the lab client's key and tunnel
+addresses (so the provider needs no change). The lab's own channel interface must not run
+beside it with the same key: start() removes the provider peer from it (the interface, its
+addresses and routes stay) and stop() puts the peer back as it was; the provider follows
+whichever socket sent it the last authenticated packet."""
+import json
+import os
+import signal
+import socket
+import subprocess
+
+from qs_support import binaries
+from qs_support.procs import wait_for
+
+
+def channel_dump(lab):
+    """`wg show dump` of the lab client's channel: (interface fields, peer fields)."""
+    c = lab["client"]
+    dump = subprocess.run(["ip", "netns", "exec", c["netns"], "wg", "show",
+                           c["channel"]["interface"], "dump"], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    return dump[0].split("\t"), dump[1].split("\t")
+
+
+def write_wg_quick(lab, path):
+    """The lab client's channel as a wg-quick file (mode 0600) at `path`."""
+    c = lab["client"]
+    interface, peer = channel_dump(lab)
+    private_key = interface[0]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"[Interface]\nPrivateKey = {private_key}\n"
+                f"Address = {c['channel']['v4']}/32, {c['channel']['v6']}/128\n\n"
+                f"[Peer]\nPublicKey = {peer[0]}\nEndpoint = {peer[2]}\n"
+                "AllowedIPs = 0.0.0.0/0, ::/0\nPersistentKeepalive = 25\n")
+    return path
+
+
+def status(sock):
+    """The engine's `status` (quicstepctl's vocabulary) from its control socket."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(5)
+        s.connect(sock)
+        s.sendall(b"status\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return json.loads(data)
+
+
+def helper_pid(engine_pid):
+    """The engine's child (its WireGuard helper), or None."""
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == engine_pid:
+                    return int(p)
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
+
+
+def start(procs, lab, work, sock):
+    """Sets the lab's channel interface down and starts quicstep-tun; returns its process once
+    a lookup through its channel is answered. Raises RuntimeError naming its log otherwise."""
+    c = lab["client"]
+    ns = c["netns"]
+    conf = write_wg_quick(lab, os.path.join(work, "channel.conf"))
+    _, peer = channel_dump(lab)
+    # public key, preshared key, endpoint, allowed ips, ..., persistent keepalive
+    p_pub, p_psk, p_end, p_allowed, p_keep = peer[0], peer[1], peer[2], peer[3], peer[7]
+    restore = ["peer", p_pub, "endpoint", p_end, "allowed-ips", p_allowed]
+    if p_keep not in ("off", "0"):
+        restore += ["persistent-keepalive", p_keep]
+    if p_psk != "(none)":
+        psk = os.path.join(work, "channel.psk")
+        fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(p_psk + "\n")
+        restore += ["preshared-key", psk]
+    lab["_tun_engine_restore_peer"] = restore
+    subprocess.run(["ip", "netns", "exec", ns, "wg", "set", c["channel"]["interface"], "peer",
+                    p_pub, "remove"], check=True)
+    log = os.path.join(work, "quicstep-tun.log")
+    p = procs.start(ns, [binaries.path("quicstep-tun"), "--wg-config", conf,
+                         "--control-socket", sock], log)
+    up = wait_for(lambda: os.path.exists(sock), p, seconds=15) and wait_for(
+        lambda: subprocess.run(["ip", "netns", "exec", ns, "dig", "+short", "+tries=1",
+                                "+time=1", "open.test"], capture_output=True,
+                               text=True).stdout.strip() != "", p, seconds=20)
+    if not up:
+        stop(procs, lab, p)
+        raise RuntimeError(f"quicstep-tun did not come up (see {log})")
+    return p
+
+
+def stop(procs, lab, p):
+    """Stops quicstep-tun (SIGTERM: it removes its TUN and rules) and gives the lab's channel
+    interface its provider peer back."""
+    procs.stop(p, sig=signal.SIGTERM, timeout=15)
+    c = lab["client"]
+    subprocess.run(["ip", "netns", "exec", c["netns"], "wg", "set", c["channel"]["interface"],
+                    *lab.pop("_tun_engine_restore_peer")], check=True)
