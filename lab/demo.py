@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from qs_support import captures, certs, chromium, path_modes, quicstepd
+from qs_support import binaries, captures, certs, chromium, path_modes, quicstepd
 from qs_support import lab as lab_helpers
 from qs_support.procs import Procs
 
@@ -123,6 +123,15 @@ class Demo:
 
     def run_path(self, path):
         with path_modes.PathModes(self.lab, self.procs, self.work).using(path) as modes:
+            def channel_bytes():
+                if path != path_modes.TUN:
+                    return wg_bytes(self.lab)
+                # quicstep-tun carries the channel itself: its own count (IP bytes both ways)
+                ch = modes.quicstepd_status()["paths"]["channel"]
+                return ch["bytes"] + ch["in_bytes"]
+            if path == path_modes.TUN:
+                log("quicstep-tun running: the client's routes go into its TUN, its own "
+                    "WireGuard helper carries the channel")
             if path == "QUICstep":
                 st = modes.quicstepd_status()
                 why = st.get("routed_unavailable")
@@ -132,9 +141,9 @@ class Demo:
             for client, site in [(c, s) for c in CLIENTS for s in SITES]:
                 pcap = os.path.join(self.work, f"censor-{len(self.rows)}.pcap")
                 cap = captures.start(self.procs, self.censor_ns, self.censor_if, pcap)
-                before = wg_bytes(self.lab)
+                before = channel_bytes()
                 ok, took = self.fetch(client, site)
-                channel = wg_bytes(self.lab) - before
+                channel = channel_bytes() - before
                 time.sleep(1.0)
                 self.procs.stop(cap)
                 seen = captures.inspect(pcap)
@@ -176,6 +185,11 @@ class Demo:
         subprocess.run(["ip", "netns", "exec", "qs-client", quicstepd.daemon(), "--cleanup",
                         *(["--config", config] if os.path.exists(config) else [])],
                        capture_output=True, timeout=30)
+        if self.args.tun:
+            subprocess.run(["ip", "netns", "exec", "qs-client", binaries.path("quicstep-tun"),
+                            "--cleanup", "--control-socket",
+                            os.path.join(self.work, "control.sock")],
+                           capture_output=True, timeout=30)
         lab_helpers.qslab("down", check=False, timeout=120)
         shutil.rmtree(self.work, ignore_errors=True)
 
@@ -189,13 +203,16 @@ def main():
     ap.add_argument("--timeout", type=int, default=90, help="seconds per fetch")
     ap.add_argument("--no-censor", action="store_true", help="leave the censor off")
     ap.add_argument("--json", help="also write the table to this file")
+    ap.add_argument("--tun", action="store_true",
+                    help="also through quicstep-tun, the TUN engine (the Android app's engine "
+                         "on Linux: client/tun)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("demo: run as root (it builds network namespaces)")
     demo = Demo(args)
     try:
         demo.up()
-        for path in path_modes.MODES:
+        for path in path_modes.MODES + ((path_modes.TUN,) if args.tun else ()):
             demo.run_path(path)
         demo.table()
     finally:

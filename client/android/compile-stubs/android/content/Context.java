@@ -17,4 +17,6 @@ public abstract class Context {
     public abstract ComponentName startService(Intent service);
 
     public abstract void startActivity(Intent intent);
+
+    public final <T> T getSystemService(Class<T> serviceClass) { throw new RuntimeException("Stub!"); }
 }

@@ -21,6 +21,8 @@ public class VpnService extends Service {
 
     public void onRevoke() { throw new RuntimeException("Stub!"); }
 
+    public boolean setUnderlyingNetworks(Network[] networks) { throw new RuntimeException("Stub!"); }
+
     public class Builder {
         public Builder() { throw new RuntimeException("Stub!"); }
 

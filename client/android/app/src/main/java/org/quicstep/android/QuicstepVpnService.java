@@ -2,6 +2,8 @@ package org.quicstep.android;
 
 import android.content.Intent;
 import android.content.pm.PackageManager;
+import android.net.ConnectivityManager;
+import android.net.Network;
 import android.net.VpnService;
 import android.os.ParcelFileDescriptor;
 import android.util.Log;
@@ -10,6 +12,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.util.List;
 import org.quicstep.core.ConfigException;
+import org.quicstep.core.DefaultNetworkTracker;
 import org.quicstep.core.EndpointResolver;
 import org.quicstep.core.EngineCommand;
 import org.quicstep.core.EngineSupervisor;
@@ -18,6 +21,7 @@ import org.quicstep.core.InetNetwork;
 import org.quicstep.core.ProcessLauncher;
 import org.quicstep.core.ProtectServer;
 import org.quicstep.core.ServiceStatus;
+import org.quicstep.core.StatusClient;
 import org.quicstep.core.TunnelPlan;
 import org.quicstep.core.TunnelSettings;
 import org.quicstep.core.WgQuickConfig;
@@ -26,7 +30,8 @@ import org.quicstep.core.WgQuickConfig;
  * The VPN service: the platform's two jobs and nothing else. It establishes the TUN
  * (TunnelPlan: the tunnel's addresses and DNS, routes for all of IPv4 and IPv6, the app and
  * the user's exclusions left out), answers protect requests on the protect socket, and
- * keeps the engine running (EngineSupervisor), handing every engine the TUN fd. Deciding
+ * keeps the engine running (EngineSupervisor), handing every engine the TUN fd, and tells
+ * the engine when the phone's default network changes (DefaultNetworkTracker). Deciding
  * channel or native, WireGuard and the relay are the engine's and its helper's.
  *
  * Started with ACTION_CONNECT by the settings screen, or by the system for an always-on
@@ -45,6 +50,7 @@ public final class QuicstepVpnService extends VpnService {
         ParcelFileDescriptor tun;
         ProtectServer protect;
         EngineSupervisor supervisor;
+        ConnectivityManager.NetworkCallback network;
     }
 
     private Running running;    // guarded by this
@@ -156,7 +162,42 @@ public final class QuicstepVpnService extends VpnService {
                 },
                 EngineSupervisor.SYSTEM_CLOCK, EngineSupervisor.defaultBackoff(), STATUS);
         r.supervisor.start();
+        r.network = followNetwork(new StatusClient(streams, cmd.controlSocket, 2000));
         return r;
+    }
+
+    /** Wi-Fi to cellular, a new Wi-Fi: the VPN's underlying network follows, and the engine
+     *  is told (its relays and its helper's socket are opened again on the new network, so
+     *  servers see the new address and migrate). This app is excluded from its own VPN, so
+     *  its default network is the phone's real one. */
+    private ConnectivityManager.NetworkCallback followNetwork(final StatusClient control) {
+        final DefaultNetworkTracker tracker = new DefaultNetworkTracker();
+        ConnectivityManager.NetworkCallback cb = new ConnectivityManager.NetworkCallback() {
+            @Override
+            public void onAvailable(Network network) {
+                setUnderlyingNetworks(new Network[] {network});
+                if (!tracker.available(network.getNetworkHandle())) return;
+                new Thread(new Runnable() {
+                    @Override
+                    public void run() {
+                        try {
+                            control.networkChanged();
+                        } catch (IOException e) {
+                            // An engine being restarted starts on the new network anyway.
+                            Log.w(TAG, "telling the engine of the new network: " + e.getMessage());
+                        }
+                    }
+                }, "qs-network").start();
+            }
+
+            @Override
+            public void onLost(Network network) {
+                tracker.lost(network.getNetworkHandle());
+                if (tracker.offline()) setUnderlyingNetworks(null);
+            }
+        };
+        getSystemService(ConnectivityManager.class).registerDefaultNetworkCallback(cb);
+        return cb;
     }
 
     private void stopTunnel() {
@@ -170,6 +211,9 @@ public final class QuicstepVpnService extends VpnService {
     }
 
     private void tearDown(Running r) {
+        if (r.network != null) {
+            getSystemService(ConnectivityManager.class).unregisterNetworkCallback(r.network);
+        }
         r.supervisor.stop();
         try {
             r.supervisor.join(3000);

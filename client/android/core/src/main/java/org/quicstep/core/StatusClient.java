@@ -6,7 +6,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * The engine's control socket (--control-socket), quicstepctl's protocol: one request line
- * ("status", "flows", "metrics"), one reply, then the engine closes the connection.
+ * ("status", or "network-changed"), one reply, then the engine closes the connection.
  */
 public final class StatusClient {
     /** A reply larger than this is not a status reply. */
@@ -47,5 +47,23 @@ public final class StatusClient {
         } catch (Json.ParseException e) {
             throw new IOException(path + ": not a status reply: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * "network-changed": the phone's default network changed (Wi-Fi to cellular, a new
+     * Wi-Fi); the engine opens its relays and its helper's socket again on it, so that
+     * servers see the new address and migrate.
+     *
+     * @throws IOException when the engine is not there, or does not answer {"ok":true}.
+     */
+    public void networkChanged() throws IOException {
+        String reply = request("network-changed");
+        try {
+            Object v = Json.parse(reply);
+            if (v instanceof java.util.Map && Boolean.TRUE.equals(((java.util.Map<?, ?>) v).get("ok"))) return;
+        } catch (Json.ParseException e) {
+            // reported below with the reply
+        }
+        throw new IOException(path + ": network-changed was answered " + reply.trim());
     }
 }

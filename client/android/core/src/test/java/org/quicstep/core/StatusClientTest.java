@@ -60,4 +60,33 @@ class StatusClientTest {
         }
         assertThrows(IOException.class, () -> new StatusClient(streams, path, 500).status()); // no engine
     }
+
+    @Test
+    void networkChangedIsOneRequestAnsweredOk() throws Exception {
+        String path = dir.resolve("control.sock").toString();
+        List<String> requests = Collections.synchronizedList(new ArrayList<>());
+        try (LocalStream.Listener l = streams.listen(path)) {
+            Thread engine = fakeEngine(l, "{\"ok\":true}\n", requests);
+            new StatusClient(streams, path, 2000).networkChanged();
+            engine.join(5000);
+            assertEquals(List.of("network-changed"), requests);
+        }
+    }
+
+    @Test
+    void networkChangedRefusedByAnOlderEngineIsAnError() throws Exception {
+        String path = dir.resolve("control.sock").toString();
+        try (LocalStream.Listener l = streams.listen(path)) {
+            Thread engine = fakeEngine(l, "{\"error\":\"unknown request\"}\n", new ArrayList<>());
+            IOException e = assertThrows(IOException.class, () -> new StatusClient(streams, path, 2000).networkChanged());
+            assertEquals(path + ": network-changed was answered {\"error\":\"unknown request\"}", e.getMessage());
+            engine.join(5000);
+        }
+    }
+
+    @Test
+    void networkChangedWithNoEngineIsAnError() {
+        String path = dir.resolve("nobody.sock").toString();
+        assertThrows(IOException.class, () -> new StatusClient(streams, path, 2000).networkChanged());
+    }
 }
