@@ -1,5 +1,6 @@
 // quicstepctl: asks a running quicstepd over its control socket.
-//   quicstepctl status [--json]   paths, per-path packets and bytes, load ratio, watchdog
+//   quicstepctl status [--json]   paths, per-path packets and bytes, load ratio, watchdog;
+//                                 also of the TUN engine (--socket /run/quicstep-tun.sock)
 //   quicstepctl flows             the tracked QUIC flows (JSON)
 // Exit codes: 0 ok, 1 the daemon is not reachable, 2 bad command line.
 #include <sys/socket.h>
@@ -44,8 +45,55 @@ std::string human_bytes(double b) {
   return buf;
 }
 
-void print_human(const nlohmann::json& s) {
+// What quicstepd and the TUN engine report alike: the paths, the flows, the watchdog.
+void print_paths_and_flows(const nlohmann::json& s) {
   const nlohmann::json sw = s.value("native_switch", nlohmann::json::object());
+  for (const char* p : {"channel", "native"}) {
+    std::cout << "  " << p << ": out " << s["paths"][p]["packets"] << " packets, "
+              << human_bytes(s["paths"][p]["bytes"].get<double>()) << "; in "
+              << s["paths"][p]["in_packets"] << " packets, "
+              << human_bytes(s["paths"][p]["in_bytes"].get<double>()) << "\n";
+  }
+  std::printf("  channel load ratio: %.2f%%\n", 100.0 * s["channel_load_ratio"].get<double>());
+  std::cout << "flows: " << s["flows"]["tracked"] << " tracked\n"
+            << "watchdog: " << s["watchdog"]["moved_native"] << " moved native, "
+            << s["watchdog"]["confirmed"] << " confirmed, " << s["watchdog"]["failed_back"]
+            << " failed back, " << s["watchdog"].value("quiet_at_bound", 0)
+            << " quiet at the bound (not judged), " << s["watchdog"]["non_migrating_destinations"]
+            << " non-migrating destinations\n"
+            << "native switch: " << sw.value("switch_waits", 0)
+            << " flows waited for their Finished (" << sw.value("wait_ms_total", 0.0)
+            << " ms in all)\n";
+}
+
+// The TUN engine's status (quicstep-tun, qs-engine: client/tun/engine_status.hpp): its
+// relays instead of queues, what it did with the TUN's packets, and its loop's failures.
+void print_tun_engine(const nlohmann::json& s) {
+  std::cout << "TUN engine; WireGuard helper pid " << s.value("helper_pid", -1) << "\n"
+            << "paths:\n";
+  print_paths_and_flows(s);
+  const nlohmann::json& r = s["relays"];
+  std::cout << "relays: " << r["open"] << " open of " << r["capacity"] << " (" << r["opened"]
+            << " opened, " << r["closed"] << " closed, " << r["evicted"] << " evicted, "
+            << r["open_failed"] << " could not open)\n";
+  const nlohmann::json& e = s["engine"];
+  std::cout << "from the TUN: " << e["from_tun"]["packets"] << " packets ("
+            << e["malformed"] << " malformed, " << e["dropped"] << " dropped, " << e["held"]
+            << " held for the native switch); " << e["network_changes"]
+            << " network changes followed\n";
+  if (s.contains("loop")) {
+    const nlohmann::json& l = s["loop"];
+    std::cout << "failures: " << l["protect_failed"] << " protect, " << l["relay_socket_failed"]
+              << " relay socket, " << l["native_send_failed"] << " native send, "
+              << l["channel_send_dropped"] << " channel send, " << l["tun_write_dropped"]
+              << " TUN write";
+    const std::string last = l.value("last_error", "");
+    if (!last.empty()) std::cout << " (last: " << last << ")";
+    std::cout << "\n";
+  }
+}
+
+void print_human(const nlohmann::json& s) {
   const nlohmann::json& ch = s["channel"];
   std::cout << "channel: " << ch["interface"].get<std::string>() << " ("
             << ch["addressing"].get<std::string>() << ")";
@@ -62,23 +110,8 @@ void print_human(const nlohmann::json& s) {
     std::cout << " (routed unavailable: " << s["routed_unavailable"].get<std::string>() << ")";
   }
   std::cout << "\n";
-  for (const char* p : {"channel", "native"}) {
-    std::cout << "  " << p << ": out " << s["paths"][p]["packets"] << " packets, "
-              << human_bytes(s["paths"][p]["bytes"].get<double>()) << "; in "
-              << s["paths"][p]["in_packets"] << " packets, "
-              << human_bytes(s["paths"][p]["in_bytes"].get<double>()) << "\n";
-  }
-  std::printf("  channel load ratio: %.2f%%\n", 100.0 * s["channel_load_ratio"].get<double>());
-  std::cout << "flows: " << s["flows"]["tracked"] << " tracked\n"
-            << "watchdog: " << s["watchdog"]["moved_native"] << " moved native, "
-            << s["watchdog"]["confirmed"] << " confirmed, " << s["watchdog"]["failed_back"]
-            << " failed back, " << s["watchdog"].value("quiet_at_bound", 0)
-            << " quiet at the bound (not judged), " << s["watchdog"]["non_migrating_destinations"]
-            << " non-migrating destinations\n"
-            << "native switch: " << sw.value("switch_waits", 0)
-            << " flows waited for their Finished (" << sw.value("wait_ms_total", 0.0)
-            << " ms in all)\n"
-            << "queues: outbound " << s["queues"]["outbound"]["packets"] << " packets ("
+  print_paths_and_flows(s);
+  std::cout << "queues: outbound " << s["queues"]["outbound"]["packets"] << " packets ("
             << s["queues"]["outbound"]["enobufs"] << " overruns, "
             << s["queues"]["outbound"].value("deferred", 0)
             << " waited for the native switch), inbound "
@@ -138,6 +171,18 @@ int main(int argc, char** argv) {
     std::cout << reply;
     return 1;
   }
-  print_human(doc);
+  // The TUN engine answers with its relays and its own counters instead of a channel
+  // interface and queues.
+  try {
+    if (doc.contains("engine") && doc.contains("relays")) {
+      print_tun_engine(doc);
+    } else {
+      print_human(doc);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    std::cerr << "quicstepctl: a status reply this version cannot show (" << e.what()
+              << "); --json prints it as it came\n";
+    return 1;
+  }
   return 0;
 }

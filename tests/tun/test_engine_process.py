@@ -147,6 +147,13 @@ class EngineProcessChecks(WorkDir):
         self.assertGreaterEqual(st["engine"]["malformed"], 1)
         self.assertGreaterEqual(len(protect.sockets()), 1, "the helper's socket was not protected")
         self.assertEqual(protect.errors, [])
+        # quicstepctl shows the engine's status in words too.
+        ctl = subprocess.run([binaries.path("quicstepctl"), "--socket", control, "status"],
+                             capture_output=True, text=True, timeout=10)
+        self.assertEqual(ctl.returncode, 0, ctl.stderr)
+        for words in ("TUN engine; WireGuard helper pid", "channel: out 3 packets",
+                      "relays: 0 open of", "1 malformed"):
+            self.assertIn(words, ctl.stdout)
         self.assertIsNone(engine.poll())
         os.kill(engine.pid, signal.SIGTERM)
         self.assertEqual(engine.wait(20), 0, self.log_of(log))
