@@ -1,7 +1,7 @@
 # Every third-party dependency, found once (included once, from the top CMakeLists.txt).
 # Subdirectories link the imported targets named here and find nothing themselves:
 #   PkgConfig::NETTLE PkgConfig::PCAP PkgConfig::MNL PkgConfig::NFQ PkgConfig::NFLOG
-#   PkgConfig::NFTNL PkgConfig::SYSTEMD PkgConfig::LIBBPF PkgConfig::GNUTLS
+#   PkgConfig::NFTNL PkgConfig::SYSTEMD PkgConfig::LIBBPF PkgConfig::SECCOMP PkgConfig::GNUTLS
 #   PkgConfig::NGTCP2 (libngtcp2 + libngtcp2_crypto_gnutls) PkgConfig::NGHTTP3
 #   qs::tomlplusplus spdlog::spdlog nlohmann_json::nlohmann_json CLI11::CLI11
 #   Boost::headers Threads::Threads
@@ -22,6 +22,7 @@ pkg_check_modules(NFLOG REQUIRED IMPORTED_TARGET libnetfilter_log)
 pkg_check_modules(NFTNL REQUIRED IMPORTED_TARGET libnftnl)
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET libbpf)
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 
 # QUIC and HTTP/3 (ngtcp2 0.12.1 with its GnuTLS crypto backend, nghttp3 0.8.0).
 pkg_check_modules(NGTCP2 REQUIRED IMPORTED_TARGET libngtcp2 libngtcp2_crypto_gnutls)

@@ -295,7 +295,8 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
                {"queue_outbound", "queue_inbound", "mark_channel", "mark_native", "mark_mask",
                 "routing_table", "channel_interface", "wg_config", "addressing",
                 "native_conntrack", "native_gso", "native_prefixes", "metrics_listen",
-                "destinations_file", "native_path", "routed_table", "guard_pin_dir"});
+                "destinations_file", "native_path", "routed_table", "guard_pin_dir",
+                "syscall_filter"});
   l.integer(t, "queue_outbound", 0, 65535, &d->queue_outbound);
   l.integer(t, "queue_inbound", 0, 65535, &d->queue_inbound);
   if (d->queue_outbound == d->queue_inbound) {
@@ -329,6 +330,7 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
     l.boolean(t, "native_conntrack", &track);
     d->native_conntrack = track;
   }
+  l.boolean(t, "syscall_filter", &d->syscall_filter);
   std::size_t gso = d->native_gso_in_kernel ? 0 : 1;
   l.word(t, "native_gso", {"kernel", "daemon"}, &gso);
   d->native_gso_in_kernel = gso == 0;

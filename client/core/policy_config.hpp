@@ -64,6 +64,10 @@ struct DaemonSettings {
   // segment ever goes native; true ("kernel"): native in the kernel, judged by their first
   // segment (client/README.md, "GSO"; faster for applications that send with GSO).
   bool native_gso_in_kernel = false;
+  // After setup the daemon allows itself only a system service's calls (seccomp; client/
+  // daemon/syscall_filter.hpp). false: no filter (to trace the daemon with a tool that
+  // needs more, say).
+  bool syscall_filter = true;
   // Destinations that never use the channel (a LAN: printers, NAS), as prefixes. Everything
   // to them goes natively, handshakes (TCP, QUIC) included, except DNS (port 53), which
   // stays on the channel. Only what the user lists; empty by default.

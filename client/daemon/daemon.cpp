@@ -28,6 +28,7 @@
 #include "client/daemon/routed_path.hpp"
 #include "client/daemon/specs.hpp"
 #include "client/daemon/status.hpp"
+#include "client/daemon/syscall_filter.hpp"
 #include "client/daemon/wireguard_reading.hpp"
 #include "client/kernel/kernel_probe.hpp"
 #include "client/kernel/kernel_rules.hpp"
@@ -72,6 +73,8 @@ ConfigLoad load_daemon_config(const DaemonOptions& options) {
 
 struct Daemon::Impl {
   Config config;
+  // The system-call filter's state for the status: off, on (with its count), or failed.
+  nlohmann::json syscall_filter = {{"state", "off"}};
   DaemonOptions options;
   RulesetSpec spec;
   RoutingSpec routing_spec;
@@ -736,6 +739,7 @@ nlohmann::json Daemon::Impl::status() {
     j["channel"]["wireguard"] = {{"peers", r->peers.size()}, {"rx_bytes", rx}, {"tx_bytes", tx}};
   }
   j["healing"] = healer.status_json();
+  j["syscall_filter"] = syscall_filter;
   path->add_status_json(j);
   return j;
 }
@@ -758,6 +762,18 @@ common::Outcome Daemon::start() {
 }
 
 int Daemon::run() {
+  // Setup is done: from here on only a system service's calls (syscall_filter.hpp). A
+  // kernel without seccomp leaves the daemon as it was, said in the log and the status.
+  if (impl_->config.daemon.syscall_filter) {
+    auto filter = install_syscall_filter();
+    if (filter.ok()) {
+      impl_->syscall_filter = {{"state", "on"}, {"allowed", filter->allowed}};
+      spdlog::info("system-call filter on: {} calls allowed", filter->allowed);
+    } else {
+      impl_->syscall_filter = {{"state", "failed"}, {"error", filter.error().message}};
+      spdlog::error("system-call filter: {}; running without it", filter.error().message);
+    }
+  }
   sd_notify(0, "READY=1\nSTATUS=deciding");
   spdlog::info("quicstepd running: channel {} ({}), queues {}/{}", impl_->spec.channel_interface,
                to_string(impl_->config.daemon.addressing), impl_->spec.queue_outbound,

@@ -1,0 +1,76 @@
+// The system calls quicstepd may make once it runs (syscall_filter.hpp): systemd's
+// @system-service group as systemd 252 (Debian bookworm) defines it, expanded
+// (`systemd-analyze syscall-filter @system-service`, nested groups included), the same set
+// the systemd units allow (SystemCallFilter=@system-service bpf), plus `bpf` for the native
+// path's guard. Names this architecture does not have are skipped when the filter is built.
+// Not in it, among others: mount, umount2, pivot_root, init_module, finit_module,
+// delete_module, kexec_load, reboot, swapon, swapoff, ptrace, iopl,
+// ioperm, settimeofday, clock_adjtime, acct, quotactl.
+#pragma once
+
+namespace quicstep::client::daemon {
+
+inline constexpr const char* kSyscallAllowlist[] = {
+    "_llseek", "_newselect", "accept", "accept4", "access", "add_key", "alarm", "arch_prctl",
+    "arm_fadvise64_64", "bind", "brk", "cacheflush", "capget", "capset", "chdir", "chmod",
+    "chown", "chown32", "clock_getres", "clock_getres_time64", "clock_gettime",
+    "clock_gettime64", "clock_nanosleep", "clock_nanosleep_time64", "clone", "clone3", "close",
+    "close_range", "connect", "copy_file_range", "creat", "dup", "dup2", "dup3", "epoll_create",
+    "epoll_create1", "epoll_ctl", "epoll_ctl_old", "epoll_pwait", "epoll_pwait2", "epoll_wait",
+    "epoll_wait_old", "eventfd", "eventfd2", "execve", "execveat", "exit", "exit_group",
+    "faccessat", "faccessat2", "fadvise64", "fadvise64_64", "fallocate", "fchdir", "fchmod",
+    "fchmodat", "fchmodat2", "fchown", "fchown32", "fchownat", "fcntl", "fcntl64", "fdatasync",
+    "fgetxattr", "flistxattr", "flock", "fork", "fremovexattr", "fsetxattr", "fstat", "fstat64",
+    "fstatat64", "fstatfs", "fstatfs64", "fsync", "ftruncate", "ftruncate64", "futex",
+    "futex_time64", "futex_waitv", "futimesat", "get_mempolicy", "get_robust_list",
+    "get_thread_area", "getcpu", "getcwd", "getdents", "getdents64", "getegid", "getegid32",
+    "geteuid", "geteuid32", "getgid", "getgid32", "getgroups", "getgroups32", "getitimer",
+    "getpeername", "getpgid", "getpgrp", "getpid", "getppid", "getpriority", "getrandom",
+    "getresgid", "getresgid32", "getresuid", "getresuid32", "getrlimit", "getrusage", "getsid",
+    "getsockname", "getsockopt", "gettid", "gettimeofday", "getuid", "getuid32", "getxattr",
+    "inotify_add_watch", "inotify_init", "inotify_init1", "inotify_rm_watch", "io_cancel",
+    "io_destroy", "io_getevents", "io_pgetevents", "io_pgetevents_time64", "io_setup",
+    "io_submit", "io_uring_enter", "io_uring_register", "io_uring_setup", "ioctl", "ioprio_get",
+    "ioprio_set", "ipc", "kcmp", "keyctl", "kill", "lchown", "lchown32", "lgetxattr", "link",
+    "linkat", "listen", "listxattr", "llistxattr", "lremovexattr", "lseek", "lsetxattr",
+    "lstat", "lstat64", "madvise", "mbind", "membarrier", "memfd_create", "migrate_pages",
+    "mkdir", "mkdirat", "mknod", "mknodat", "mlock", "mlock2", "mlockall", "mmap", "mmap2",
+    "move_pages", "mprotect", "mq_getsetattr", "mq_notify", "mq_open", "mq_timedreceive",
+    "mq_timedreceive_time64", "mq_timedsend", "mq_timedsend_time64", "mq_unlink", "mremap",
+    "msgctl", "msgget", "msgrcv", "msgsnd", "msync", "munlock", "munlockall", "munmap",
+    "name_to_handle_at", "nanosleep", "newfstatat", "nice", "oldfstat", "oldlstat",
+    "oldolduname", "oldstat", "olduname", "open", "openat", "openat2", "pause", "personality",
+    "pidfd_open", "pidfd_send_signal", "pipe", "pipe2", "poll", "ppoll", "ppoll_time64",
+    "prctl", "pread64", "preadv", "preadv2", "prlimit64", "process_madvise", "process_vm_readv",
+    "process_vm_writev", "pselect6", "pselect6_time64", "pwrite64", "pwritev", "pwritev2",
+    "read", "readahead", "readdir", "readlink", "readlinkat", "readv", "recv", "recvfrom",
+    "recvmmsg", "recvmmsg_time64", "recvmsg", "remap_file_pages", "removexattr", "rename",
+    "renameat", "renameat2", "request_key", "restart_syscall", "riscv_flush_icache",
+    "riscv_hwprobe", "rmdir", "rseq", "rt_sigaction", "rt_sigpending", "rt_sigprocmask",
+    "rt_sigqueueinfo", "rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait",
+    "rt_sigtimedwait_time64", "rt_tgsigqueueinfo", "sched_get_priority_max",
+    "sched_get_priority_min", "sched_getaffinity", "sched_getattr", "sched_getparam",
+    "sched_getscheduler", "sched_rr_get_interval", "sched_rr_get_interval_time64",
+    "sched_setaffinity", "sched_setattr", "sched_setparam", "sched_setscheduler", "sched_yield",
+    "select", "semctl", "semget", "semop", "semtimedop", "semtimedop_time64", "send",
+    "sendfile", "sendfile64", "sendmmsg", "sendmsg", "sendto", "set_mempolicy",
+    "set_mempolicy_home_node", "set_robust_list", "set_thread_area", "set_tid_address",
+    "set_tls", "setfsgid", "setfsgid32", "setfsuid", "setfsuid32", "setgid", "setgid32",
+    "setgroups", "setgroups32", "setitimer", "setns", "setpgid", "setpriority", "setregid",
+    "setregid32", "setresgid", "setresgid32", "setresuid", "setresuid32", "setreuid",
+    "setreuid32", "setrlimit", "setsid", "setsockopt", "setuid", "setuid32", "setxattr",
+    "shmat", "shmctl", "shmdt", "shmget", "shutdown", "sigaction", "sigaltstack", "signal",
+    "signalfd", "signalfd4", "sigpending", "sigprocmask", "sigreturn", "sigsuspend", "socket",
+    "socketcall", "socketpair", "splice", "stat", "stat64", "statfs", "statfs64", "statx",
+    "swapcontext", "symlink", "symlinkat", "sync", "sync_file_range", "sync_file_range2",
+    "syncfs", "sysinfo", "tee", "tgkill", "time", "timer_create", "timer_delete",
+    "timer_getoverrun", "timer_gettime", "timer_gettime64", "timer_settime", "timer_settime64",
+    "timerfd_create", "timerfd_gettime", "timerfd_gettime64", "timerfd_settime",
+    "timerfd_settime64", "times", "tkill", "truncate", "truncate64", "ugetrlimit", "umask",
+    "uname", "unlink", "unlinkat", "unshare", "uretprobe", "userfaultfd", "utime", "utimensat",
+    "utimensat_time64", "utimes", "vfork", "vmsplice", "wait4", "waitid", "waitpid", "write",
+    "writev",
+    "bpf",
+};
+
+}  // namespace quicstep::client::daemon
