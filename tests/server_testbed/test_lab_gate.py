@@ -112,8 +112,21 @@ class Proc:
             time.sleep(0.05)
 
     def counters(self):
-        time.sleep(1.1)  # rewritten every second
-        return read_json(self.stats)
+        """The counters from a write that began at least 0.3 s after this call: what was sent
+        before the call has been received by then (the file is rewritten about every second,
+        later when the process is slow, so a fixed wait can return a write from before)."""
+        fresh_from = time.time() + 0.3
+        deadline = fresh_from + 10
+        while time.time() < deadline:
+            time.sleep(0.1)
+            try:
+                if os.stat(self.stats).st_mtime >= fresh_from:
+                    return read_json(self.stats)
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise AssertionError(f"exited with {self.proc.returncode} before its counters")
+        raise AssertionError(f"{self.stats} not rewritten for 10 s")
 
     def kill(self):
         self.proc.kill()
