@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 scripts/install.sh >/dev/null
 echo "== build (release)"
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQS_STATIC_ENGINE=OFF >/dev/null
 if ! cmake --build build/release -j "$(nproc)" >build/release-build.log 2>&1; then
   tail -40 build/release-build.log
   echo "demo: build failed (whole log: build/release-build.log)" >&2
