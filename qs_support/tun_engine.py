@@ -1,8 +1,9 @@
 """quicstep-tun, the TUN engine, as the lab's measurements run it: the client's routes go into
 its TUN, and it carries its own WireGuard channel with the lab client's key and tunnel
 addresses (so the provider needs no change). The lab's own channel interface must not run
-beside it with the same key: start() removes the provider peer from it (the interface, its
-addresses and routes stay) and stop() puts the peer back as it was; the provider follows
+beside it with the same key: start() removes the provider peer from it and the rules that
+route the tunnel addresses' packets into it (the interface, its addresses and routes stay),
+and stop() puts both back as they were; the provider follows
 whichever socket sent it the last authenticated packet."""
 import json
 import os
@@ -84,6 +85,12 @@ def start(procs, lab, work, sock):
     lab["_tun_engine_restore_peer"] = restore
     subprocess.run(["ip", "netns", "exec", ns, "wg", "set", c["channel"]["interface"], "peer",
                     p_pub, "remove"], check=True)
+    # The lab's rules that send what the tunnel addresses source into its channel table (pref
+    # 100) would take the applications' packets from the TUN's address (the same tunnel
+    # address) past the engine's TUN: they go while the engine runs.
+    for fam, addr in (("-4", c["channel"]["v4"]), ("-6", c["channel"]["v6"])):
+        subprocess.run(["ip", "netns", "exec", ns, "ip", fam, "rule", "del", "from", addr,
+                        "lookup", str(c["channel"]["table"]), "pref", "100"], check=False)
     log = os.path.join(work, "quicstep-tun.log")
     p = procs.start(ns, [binaries.path("quicstep-tun"), "--wg-config", conf,
                          "--control-socket", sock], log)
@@ -104,3 +111,6 @@ def stop(procs, lab, p):
     c = lab["client"]
     subprocess.run(["ip", "netns", "exec", c["netns"], "wg", "set", c["channel"]["interface"],
                     *lab.pop("_tun_engine_restore_peer")], check=True)
+    for fam, addr in (("-4", c["channel"]["v4"]), ("-6", c["channel"]["v6"])):
+        subprocess.run(["ip", "netns", "exec", c["netns"], "ip", fam, "rule", "add", "from",
+                        addr, "lookup", str(c["channel"]["table"]), "pref", "100"], check=True)

@@ -2,7 +2,8 @@
 lab (root): with the daemon running (a fresh one per fault), each fault of the soak that is not a restart — `nft
 flush ruleset`, `ip rule flush` (the other rules put back), the tc guard detached (routed
 path), the WireGuard device down for 2 s and up again, the native address changed (DHCP's
-new address), SIGHUP — and then, with nothing else
+new address), the native link down for 2 s and up, a second uplink taking the default routes
+from the first (qs_support/uplink.py), SIGHUP — and then, with nothing else
 done, fetches (gtlsclient, 100 KB over HTTP/3, IPv4 then IPv6) must work again within
 RECOVER_S of the fault, the first fetch started after it included, and a capture on the
 censor's client-facing link (the native link) must hold no DNS, no TCP and no QUIC long
@@ -19,7 +20,7 @@ import subprocess
 import time
 import unittest
 
-from qs_support import artifacts, captures, certs, procs, quicstepd
+from qs_support import artifacts, captures, certs, procs, quicstepd, uplink
 from qs_support import lab as qslab
 
 RECOVER_S = 1.5  # from the end of the fault to the end of the first good fetch
@@ -283,6 +284,59 @@ class Healing(artifacts.KeepOnFailure, unittest.TestCase):
                     words = ["default", "via", r["gateway"], "dev", r["dev"]] if "gateway" in r \
                         else ["default", "dev", r["dev"]]
                     self.sh("ip", f"-{fam}", "route", "replace", *words)
+
+    def test_link_down_up(self):
+        """The native link down for 2 s and up again (a Wi-Fi reconnecting), its IPv6
+        addresses and default routes put back as SLAAC and a network manager would: fetches
+        work again by themselves, and natively."""
+        link = uplink.FirstLink(self.lab)
+        native_before = self.status()["paths"]["native"]["in_bytes"]
+
+        def inject():
+            link.down()
+            time.sleep(2)
+            link.up()
+        self.run_fault("link_down_up", inject)
+        native = self.status()["paths"]["native"]["in_bytes"] - native_before
+        print(f"[link_down_up] native in_bytes over the three fetches: {native}", flush=True)
+        self.assertGreater(native, 220_000, "the fetches after the link came back did not go "
+                                            "native")
+
+    def test_second_uplink(self):
+        """A second uplink appears and the first goes down, the default routes moving to the
+        second (Wi-Fi off, Ethernet or cellular on): fetches work again by themselves and go
+        native from the second link's addresses; nothing leaks on either link. Then the first
+        link comes back and the daemon follows it again."""
+        up2 = uplink.SecondUplink(self.lab)
+        self.addCleanup(up2.remove)
+        up2.add()
+        self.client_native |= up2.addresses
+        cen = self.lab["censor"]
+        pcap2 = os.path.join(self.work, "second-uplink-native.pcap")
+        cap2 = self.procs.start(cen["netns"], ["tcpdump", "-i", uplink.ROUTER_IF, "-w", pcap2,
+                                               "-n", "-s", "0", "-B", "65536", "ip or ip6"],
+                                pcap2 + ".log")
+        self.assertTrue(captures.started(pcap2), "tcpdump on the second link did not start")
+        try:
+            self.run_fault("second_uplink", up2.switch)
+            st = self.status()
+        finally:
+            up2.restore_first()
+        time.sleep(1.5)
+        self.procs.stop(cap2)
+        pkts = captures.inspect(pcap2)
+        leaks = captures.leaks(pkts, self.client_native)
+        native2 = sum(p["ip_len"] for p in pkts if p.get("dst") in up2.addresses)
+        print(f"[second_uplink] QUIC bytes to the second link's addresses natively: {native2}; "
+              f"leaks there {len(leaks)}", flush=True)
+        self.assertEqual(leaks[:5], [], "leaks on the second link")
+        if ROUTED:
+            self.assertEqual(st["routed"]["native_source"], {"v4": uplink.CLIENT_V4,
+                                                             "v6": uplink.CLIENT_V6})
+        # The fetches after the switch (IPv4 and IPv6, 100 KB each) went native on it.
+        self.assertGreater(native2, 150_000, "the fetches after the switch did not go native")
+        ok, _, _ = self.fetch(4, timeout=10)
+        self.assertTrue(ok, "no fetch once the first link was back")
 
     def test_channel_unanswered(self):
         """A censor that blocks WireGuard (every datagram to or from the provider's port

@@ -20,7 +20,7 @@ import subprocess
 import time
 import unittest
 
-from qs_support import binaries, certs, chromium
+from qs_support import binaries, certs, chromium, uplink
 from qs_support.procs import wait_for
 from tests.censor.censor_helpers import censor_lab
 from tests.lab import lab_helpers
@@ -182,50 +182,18 @@ class TunEnginePaths(base.TunEngineLab):
         self.non_migrating("mode-stale-path", lambda: self.quicstep_server("stale-path"))
 
     # --- the network changes --------------------------------------------------------------
-    UPLINK2 = ("qst-up2", "qst-up2c", "198.18.5", "2001:db8:5")  # client side, censor side
-
-    def second_uplink(self):
-        """A second link from the client to its ISP router (as a phone's cellular beside its
-        Wi-Fi), with the internet routing its subnet back; removed at cleanup."""
-        cif, rif, v4, v6 = self.UPLINK2
-        inet_ns = self.lab["inet"]["netns"]
-        isp_gw4 = self.run_in(inet_ns, "ip", "-4", "route", "get",
-                              self.lab["client"]["native"]["v4"][0]).split(" via ")[1].split()[0]
-        isp_gw6 = self.run_in(inet_ns, "ip", "-6", "route", "get",
-                              self.lab["client"]["native"]["v6"][0]).split(" via ")[1].split()[0]
-        self.run_ns("ip", "link", "add", cif, "type", "veth", "peer", "name", rif, "netns",
-                    self.censor_ns)
-        self.addCleanup(self.run_ns, "ip", "link", "del", cif, check=False)
-        self.run_ns("ip", "addr", "add", f"{v4}.2/24", "dev", cif)
-        self.run_ns("ip", "addr", "add", f"{v6}::2/64", "dev", cif, "nodad")
-        self.run_ns("ip", "link", "set", cif, "up")
-        self.run_in(self.censor_ns, "ip", "addr", "add", f"{v4}.1/24", "dev", rif)
-        self.run_in(self.censor_ns, "ip", "addr", "add", f"{v6}::1/64", "dev", rif, "nodad")
-        self.run_in(self.censor_ns, "ip", "link", "set", rif, "up")
-        for fam, net, gw in (("-4", f"{v4}.0/24", isp_gw4), ("-6", f"{v6}::/64", isp_gw6)):
-            self.run_in(inet_ns, "ip", fam, "route", "replace", net, "via", gw)
-            self.addCleanup(self.run_in, inet_ns, "ip", fam, "route", "del", net, check=False)
-        return cif, rif, f"{v4}.2", f"{v4}.1"
-
-    @staticmethod
-    def run_in(netns, *cmd, check=True):
-        return subprocess.run(["ip", "netns", "exec", netns, *cmd], capture_output=True,
-                              text=True, check=check, timeout=30).stdout
-
     def test_g_network_change_mid_transfer(self):
-        """The native link goes down mid-transfer and the default route moves to a second
+        """The native link goes down mid-transfer and the default routes move to a second
         link (Wi-Fi off, cellular on): the engine re-binds its relays and its channel, the
         server migrates again, the fetch completes, and the rest of it arrives natively on the
         second link at its address."""
-        c = self.lab["client"]["native"]
-        old_if, gw4, gw6 = c["interface"], c["gateway_v4"], c["gateway_v6"]
-        new_if, new_rif, new4, new_gw4 = self.second_uplink()
-        self.client_native = self.client_native | {new4, f"{self.UPLINK2[3]}::2"}
-        old_v6 = [line.split()[3] for line in self.run_ns(
-            "ip", "-o", "-6", "addr", "show", "dev", old_if, "scope", "global").splitlines()]
+        up2 = uplink.SecondUplink(self.lab)
+        self.addCleanup(up2.remove)
+        up2.add()
+        self.client_native = self.client_native | up2.addresses
         cn, native, cp, channel = self.captures("netchange")
         native2 = os.path.join(self.work, "netchange-native2.pcap")
-        cn2 = h.start_capture(self.procs, self.censor_ns, new_rif, native2)
+        cn2 = h.start_capture(self.procs, self.censor_ns, uplink.ROUTER_IF, native2)
         engine = self.start_engine()
         out_dir, cmd = self.fetch_cmd(self.srv_v4, "netchange")
         fetch = self.procs.start(self.ns, cmd, os.path.join(self.work, "netchange-fetch.log"))
@@ -235,23 +203,10 @@ class TunEnginePaths(base.TunEngineLab):
                                      os.path.getsize(path) > 2_000_000, fetch, seconds=30),
                             "the fetch did not get going")
             at = os.path.getsize(path)
-            self.run_ns("ip", "link", "set", old_if, "down")
-            self.run_ns("ip", "-4", "route", "replace", "default", "via", new_gw4, "dev", new_if)
-            self.run_ns("ip", "-6", "route", "replace", "default", "via",
-                        f"{self.UPLINK2[3]}::1", "dev", new_if)
+            up2.switch()
             code = fetch.wait(100)
         finally:
-            self.run_ns("ip", "link", "set", old_if, "up")
-            for addr in old_v6:  # a link that goes down loses its IPv6 addresses
-                self.run_ns("ip", "-6", "addr", "replace", addr, "dev", old_if, "nodad")
-            # The link's prefix routes come back once it is up (IPv6: after its addresses'
-            # duplicate detection), so the default routes are retried until they take.
-            for fam, gw in (("-4", gw4), ("-6", gw6)):
-                restore = ["ip", fam, "route", "replace", "default", "via", gw, "dev", old_if]
-                self.assertTrue(wait_for(lambda: self.run_ns(*restore, check=False) is not None
-                                         and self.run_ns("ip", fam, "route", "show", "default",
-                                                         check=False).find(old_if) >= 0,
-                                         seconds=10), f"{fam} default route not restored")
+            up2.restore_first()
         self.assertEqual(code, 0, "the fetch failed across the network change")
         self.assert_downloaded(out_dir)
         time.sleep(1)
@@ -261,7 +216,7 @@ class TunEnginePaths(base.TunEngineLab):
         bad = h.leaks(npk2, self.client_native | self.tunnel_addrs)
         self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the second link")
         self.read_captures((cn, cp), native, channel)
-        from_new = sum(p["ip_len"] for p in npk2 if p.get("dst") == new4)
+        from_new = sum(p["ip_len"] for p in npk2 if p.get("dst") == uplink.CLIENT_V4)
         print(f"\n[network change at {at} bytes] {from_new} bytes to the second link's "
               f"address natively; relays {st['relays']}; watchdog {st['watchdog']}")
         # The rest of the transfer (up to 8 MB) came natively to the new address.
