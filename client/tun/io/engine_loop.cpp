@@ -2,17 +2,21 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/udp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include "common/ipv4.hpp"
 
 namespace quicstep::client::tun {
 namespace {
@@ -49,6 +53,19 @@ socklen_t server_address(const FlowKey& flow, sockaddr_storage* out) {
 
 bool would_block(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
 
+// A packet read with a virtio header that asks for its checksum (CHECKSUM_PARTIAL, which
+// a TUN without offloads does not hand out, but a kernel may): completed in place, so that
+// what goes on to the channel is a packet any receiver takes. False when the header's
+// offsets do not fit the packet.
+bool complete_checksum(const VirtioNetHdr& hdr, std::uint8_t* packet, std::size_t n) {
+  const std::size_t start = hdr.csum_start, field = start + hdr.csum_offset;
+  if (field + 2 > n) return false;
+  const std::uint16_t sum = common::internet_checksum(common::Bytes(packet + start, n - start));
+  packet[field] = static_cast<std::uint8_t>(sum >> 8);
+  packet[field + 1] = static_cast<std::uint8_t>(sum);
+  return true;
+}
+
 }  // namespace
 
 EngineLoop::EngineLoop(const EngineConfig& config, net::UniqueFd tun, net::UniqueFd channel,
@@ -60,7 +77,8 @@ EngineLoop::EngineLoop(const EngineConfig& config, net::UniqueFd tun, net::Uniqu
       timer_(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)),
       wake_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       relay_fds_(std::max<std::size_t>(config.relay_capacity, 1), -1),
-      buffer_(kMaxPacket) {
+      buffer_(kVirtioNetHdrLength + kMaxPacket),
+      segment_buffer_(kVirtioNetHdrLength + kMaxPacket + 40) {
   // The core calls back into this object: construct it last.
   engine_ = std::make_unique<EngineCore>(config, *this, seed);
   set_nonblocking(tun_.get());
@@ -194,6 +212,22 @@ void EngineLoop::arm_timer() {
 std::string EngineLoop::drain_tun(common::Timestamp now) {
   for (std::size_t i = 0; i < kBatch; ++i) {
     const ssize_t n = ::read(tun_.get(), buffer_.data(), buffer_.size());
+    if (n > 0 && format_.vnet_header) {
+      VirtioNetHdr hdr;
+      if (static_cast<std::size_t>(n) <= sizeof hdr) continue;
+      std::memcpy(&hdr, buffer_.data(), sizeof hdr);
+      std::uint8_t* packet = buffer_.data() + sizeof hdr;
+      const std::size_t length = static_cast<std::size_t>(n) - sizeof hdr;
+      // No offload is enabled for reads (TUNSETOFFLOAD is left at 0): a GSO packet here
+      // would be a kernel's mistake, and is dropped rather than sent on half-understood.
+      if (hdr.gso_type != kVirtioGsoNone ||
+          ((hdr.flags & kVirtioNeedsCsum) && !complete_checksum(hdr, packet, length))) {
+        ++counters_.tun_read_dropped;
+        continue;
+      }
+      engine_->from_tun(common::Bytes(packet, length), now);
+      continue;
+    }
     if (n > 0) {
       engine_->from_tun(common::Bytes(buffer_.data(), static_cast<std::size_t>(n)), now);
       continue;
@@ -221,17 +255,43 @@ std::string EngineLoop::drain_channel(common::Timestamp now) {
 }
 
 void EngineLoop::drain_relay(RelayId id, common::Timestamp now) {
+  // Replies written during this drain are joined into GSO super-packets where they can be.
+  batching_ = format_.udp_gso;
   for (std::size_t i = 0; i < kBatch; ++i) {
-    if (id >= relay_fds_.size() || relay_fds_[id] < 0) return;  // closed by an earlier event
-    const ssize_t n = ::recv(relay_fds_[id], buffer_.data(), buffer_.size(), 0);
-    if (n >= 0) {
-      engine_->from_relay(id, common::Bytes(buffer_.data(), static_cast<std::size_t>(n)), now);
+    if (id >= relay_fds_.size() || relay_fds_[id] < 0) break;  // closed by an earlier event
+    iovec iov{buffer_.data(), kMaxPacket};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(relay_fds_[id], &msg, 0);
+    if (n < 0) {
+      // ECONNREFUSED and other errors queued on a connected UDP socket are read once and
+      // dropped: the flow's watchdog judges by what comes back, not by ICMP.
+      if (would_block(errno) || errno == EINTR) break;
       continue;
     }
-    // ECONNREFUSED and other errors queued on a connected UDP socket are read once and
-    // dropped: the flow's watchdog judges by what comes back, not by ICMP.
-    if (would_block(errno) || errno == EINTR) return;
+    // With UDP_GRO, one read may hold several datagrams of one size (the last shorter).
+    std::size_t segment = static_cast<std::size_t>(n);
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+        int size = 0;
+        std::memcpy(&size, CMSG_DATA(c), sizeof size);
+        if (size > 0) segment = static_cast<std::size_t>(size);
+      }
+    }
+    if (segment < static_cast<std::size_t>(n)) ++counters_.relay_gro_reads;
+    std::size_t offset = 0;
+    do {
+      const std::size_t len = std::min(segment, static_cast<std::size_t>(n) - offset);
+      engine_->from_relay(id, common::Bytes(buffer_.data() + offset, len), now);
+      offset += len;
+    } while (offset < static_cast<std::size_t>(n));
   }
+  batching_ = false;
+  flush_tun();
 }
 
 bool EngineLoop::open_relay(RelayId id, const FlowKey& flow) {
@@ -254,6 +314,10 @@ bool EngineLoop::open_relay(RelayId id, const FlowKey& flow) {
     ++counters_.relay_socket_failed;
     counters_.last_error = errno_text("connect");
     return false;
+  }
+  if (format_.relay_gro) {
+    const int on = 1;  // best effort: a kernel without it reads one datagram at a time
+    (void)setsockopt(fd.get(), IPPROTO_UDP, UDP_GRO, &on, sizeof on);
   }
   if (!watch(fd.get(), kRelayBase + id)) {
     ++counters_.relay_socket_failed;
@@ -284,7 +348,54 @@ void EngineLoop::send_channel(common::Bytes ip_packet) {
 }
 
 void EngineLoop::write_tun(common::Bytes ip_packet) {
-  if (::write(tun_.get(), ip_packet.data(), ip_packet.size()) < 0) ++counters_.tun_write_dropped;
+  if (batching_) {
+    if (batch_.add(ip_packet)) return;
+    flush_tun();
+    if (batch_.add(ip_packet)) return;
+  } else {
+    flush_tun();  // nothing overtakes what a batch holds
+  }
+  write_tun_now(ip_packet);
+}
+
+void EngineLoop::write_tun_now(common::Bytes ip_packet) {
+  ssize_t n;
+  if (format_.vnet_header) {
+    static const VirtioNetHdr kPlain;  // a complete packet: nothing for the kernel to do
+    iovec iov[2] = {{const_cast<VirtioNetHdr*>(&kPlain), sizeof kPlain},
+                    {const_cast<std::uint8_t*>(ip_packet.data()), ip_packet.size()}};
+    n = ::writev(tun_.get(), iov, 2);
+  } else {
+    n = ::write(tun_.get(), ip_packet.data(), ip_packet.size());
+  }
+  if (n < 0) ++counters_.tun_write_dropped;
+}
+
+void EngineLoop::flush_tun() {
+  if (batch_.empty()) return;
+  const std::size_t segments = batch_.segments();
+  const std::span<const std::uint8_t> form = batch_.write_form();
+  if (::write(tun_.get(), form.data(), form.size()) >= 0) {
+    if (segments > 1) {
+      ++counters_.tun_gso_writes;
+      counters_.tun_gso_segments += segments;
+    }
+  } else if (segments > 1 && errno == EINVAL) {
+    // A kernel that does not take VIRTIO_NET_HDR_GSO_UDP_L4 after all: this batch is
+    // written packet by packet, and no other is made.
+    ++counters_.tun_gso_refused;
+    counters_.last_error = errno_text("write tun (UDP GSO)");
+    format_.udp_gso = batching_ = false;
+    for (std::size_t i = 0; i < segments; ++i) {
+      const std::size_t len = batch_.segment(i, segment_buffer_);
+      if (len == 0 || ::write(tun_.get(), segment_buffer_.data(), len) < 0) {
+        ++counters_.tun_write_dropped;
+      }
+    }
+  } else {
+    counters_.tun_write_dropped += segments;
+  }
+  batch_.clear();
 }
 
 }  // namespace quicstep::client::tun

@@ -8,7 +8,10 @@
 //            to the flow's server, so nothing ever leaves it unprotected
 //   a timerfd armed for EngineCore::next_expiry()
 // Reads are batched (up to kBatch per descriptor per wake-up) so that one busy flow cannot
-// starve the others; buffers are allocated once. A packet the kernel will not take now
+// starve the others; buffers are allocated once. Offloads, where the TUN and kernel have
+// them (TunFormat, set by the frontend): a relay socket reads with UDP_GRO (one read, many
+// datagrams of the server's), and what one relay drain writes back is joined into UDP GSO
+// super-packets (UdpGsoBatch), one TUN write each. A packet the kernel will not take now
 // (EAGAIN, ENOBUFS) is dropped and counted: QUIC and TCP recover, and the loop never blocks.
 #pragma once
 
@@ -22,10 +25,18 @@
 #include <vector>
 
 #include "client/tun/engine_core.hpp"
+#include "client/tun/udp_gso_batch.hpp"
 #include "client/tun/io/protector.hpp"
 #include "net/unique_fd.hpp"
 
 namespace quicstep::client::tun {
+
+// How the TUN descriptor frames packets, and what the kernel takes on it.
+struct TunFormat {
+  bool vnet_header = false;  // IFF_VNET_HDR: a virtio_net_hdr before every packet
+  bool udp_gso = false;      // writes may be VIRTIO_NET_HDR_GSO_UDP_L4 (Linux 6.2+)
+  bool relay_gro = false;    // relay sockets read with UDP_GRO
+};
 
 struct LoopCounters {
   std::uint64_t tun_write_dropped = 0;      // the TUN would not take a packet
@@ -34,6 +45,11 @@ struct LoopCounters {
   std::uint64_t relay_socket_failed = 0;    // socket(), connect() failed
   std::uint64_t protect_failed = 0;         // the protector refused
   std::uint64_t wakeups = 0;
+  std::uint64_t tun_gso_writes = 0;         // super-packets written
+  std::uint64_t tun_gso_segments = 0;       // datagrams they carried
+  std::uint64_t tun_gso_refused = 0;        // the kernel refused one: GSO off from then on
+  std::uint64_t relay_gro_reads = 0;        // relay reads that returned > 1 datagram
+  std::uint64_t tun_read_dropped = 0;       // a read the engine cannot take (GSO from the TUN)
   std::string last_error;                   // the last socket or protect failure, in words
 };
 
@@ -66,6 +82,13 @@ class EngineLoop final : public EngineIo {
   void watch_network(int fd, std::function<void()> on_readable);
   // The device's network changed: every relay is opened again on it (EngineCore).
   void network_changed();
+  // How the TUN frames packets (default: one bare IP packet per read and write). Before
+  // run(); relays opened after it follow the relay_gro setting.
+  void use_tun_format(TunFormat format) {
+    format_ = format;
+    format_.udp_gso = format.udp_gso && format.vnet_header;
+  }
+  const TunFormat& tun_format() const { return format_; }
 
   const EngineCore& engine() const { return *engine_; }
   const LoopCounters& counters() const { return counters_; }
@@ -85,6 +108,8 @@ class EngineLoop final : public EngineIo {
   std::string drain_channel(common::Timestamp now);
   void drain_relay(RelayId id, common::Timestamp now);
   void arm_timer();
+  void write_tun_now(common::Bytes ip_packet);  // one packet, framed as the TUN wants
+  void flush_tun();                             // writes what the batch holds
   void answer_control();
 
   std::unique_ptr<EngineCore> engine_;
@@ -99,6 +124,10 @@ class EngineLoop final : public EngineIo {
   std::function<void()> on_network_;
   std::vector<int> relay_fds_;  // by relay id; -1 when closed
   std::vector<std::uint8_t> buffer_;
+  TunFormat format_;
+  UdpGsoBatch batch_;
+  bool batching_ = false;                 // inside a relay drain, with udp_gso
+  std::vector<std::uint8_t> segment_buffer_;  // a batch rewritten packet by packet
   common::Timestamp armed_ = common::Timestamp::never();
   std::atomic<bool> stopping_{false};
   LoopCounters counters_;

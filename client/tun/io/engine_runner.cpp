@@ -66,7 +66,15 @@ std::string EngineRunner::answer(const std::string& request) {
                  {"native_send_failed", c.native_send_failed},
                  {"relay_socket_failed", c.relay_socket_failed},
                  {"protect_failed", c.protect_failed},
+                 {"tun_read_dropped", c.tun_read_dropped},
+                 {"tun_gso_writes", c.tun_gso_writes},
+                 {"tun_gso_segments", c.tun_gso_segments},
+                 {"tun_gso_refused", c.tun_gso_refused},
+                 {"relay_gro_reads", c.relay_gro_reads},
                  {"last_error", c.last_error}};
+    const TunFormat& f = loop_.tun_format();
+    j["offloads"] = {{"vnet_header", f.vnet_header}, {"udp_gso", f.udp_gso},
+                     {"relay_gro", f.relay_gro}};
     j["helper_pid"] = helper_pid();
     return j.dump() + "\n";
   }

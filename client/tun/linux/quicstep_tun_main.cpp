@@ -52,6 +52,7 @@ struct Options {
   std::uint32_t fwmark = 51830;
   std::uint32_t table = 51830;
   bool no_routes = false;
+  bool no_offload = false;
   bool cleanup = false;
 };
 
@@ -154,6 +155,9 @@ int main(int argc, char** argv) {
   app.add_option("--table", o.table, "the routing table of the TUN's default routes")
       ->capture_default_str();
   app.add_flag("--no-routes", o.no_routes, "set no address, route or rule (the caller did)");
+  app.add_flag("--no-offload", o.no_offload,
+               "one write per packet into the TUN, one datagram per relay read (no IFF_VNET_HDR, "
+               "UDP GSO or UDP_GRO)");
   app.add_flag("--cleanup", o.cleanup, "remove the TUN, its routes and rules left by a crash, exit");
   CLI11_PARSE(app, argc, argv);
   if (o.cleanup) return cleanup(o);
@@ -174,7 +178,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto device = tun::open_tun(o.device);
+  auto device = tun::open_tun(o.device, !o.no_offload);
   if (!device.ok()) {
     std::fprintf(stderr, "quicstep-tun: %s\n", device.error().message.c_str());
     return 1;
@@ -200,6 +204,15 @@ int main(int argc, char** argv) {
   tun::MarkProtector protector(o.fwmark);
   tun::EngineLoop loop(files->engine, std::move(*device), started->take_packets(), protector,
                        std::random_device{}() | std::uint64_t{std::random_device{}()} << 32);
+  // Offloads: a virtio header on the TUN (free on every kernel with IFF_VNET_HDR), UDP GSO
+  // writes where the kernel takes them, UDP_GRO on relay sockets.
+  tun::TunFormat format;
+  if (!o.no_offload) {
+    format.vnet_header = true;
+    format.udp_gso = tun::tun_takes_udp_gso(tun_fd);
+    format.relay_gro = true;
+  }
+  loop.use_tun_format(format);
   tun::EngineRunner runner(loop, helper_options, files->uapi_set, std::move(*started));
   if (auto control = tun::listen_unix(o.control); control.ok()) {
     loop.serve_control(std::move(*control),
@@ -222,8 +235,10 @@ int main(int argc, char** argv) {
     spdlog::warn("no rtnetlink watch: network changes are not followed");
   }
   g_loop = &loop;
-  spdlog::info("quicstep-tun {}: {} up, WireGuard helper pid {}", quicstep::kVersion, o.device,
-               runner.helper_pid());
+  spdlog::info("quicstep-tun {}: {} up, WireGuard helper pid {}; offloads: {}",
+               quicstep::kVersion, o.device, runner.helper_pid(),
+               o.no_offload ? "off" : format.udp_gso ? "UDP GSO into the TUN, UDP_GRO on relays"
+                                                    : "UDP_GRO on relays (no UDP GSO in this kernel)");
 
   if (const std::string ended = runner.run(g_stopping); !ended.empty()) {
     spdlog::error("engine: {}; the TUN and its routes stay (no traffic, no leak)", ended);

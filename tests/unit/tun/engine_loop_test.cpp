@@ -11,8 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include <linux/udp.h>
+
+#include <cstring>
 #include <thread>
 
+#include "client/tun/udp_gso_batch.hpp"
 #include "common/ip_packet.hpp"
 #include "unit/client/client_packets.hpp"
 
@@ -147,6 +151,133 @@ TEST(EngineLoop, ARefusedProtectSendsThroughTheChannel) {
   runner.join();
   EXPECT_EQ(loop.counters().protect_failed, 1u);
   EXPECT_EQ(loop.counters().last_error, "refused");
+}
+
+// A TUN with a virtio header before every packet (IFF_VNET_HDR): what the application side
+// of the seqpacket stand-in sends and reads carries it.
+struct Framed {
+  int fd;
+  void send_packet(const ByteVec& packet) const {
+    ByteVec framed(kVirtioNetHdrLength, 0);
+    framed.insert(framed.end(), packet.begin(), packet.end());
+    ASSERT_EQ(send(fd, framed.data(), framed.size(), 0), static_cast<ssize_t>(framed.size()));
+  }
+  // The next message: its virtio header and the packet after it.
+  std::pair<VirtioNetHdr, ByteVec> read(int ms = 3000) const {
+    const ByteVec m = read_one(fd, ms);
+    VirtioNetHdr h;
+    if (m.size() < kVirtioNetHdrLength) return {h, {}};
+    std::memcpy(&h, m.data(), sizeof h);
+    return {h, ByteVec(m.begin() + kVirtioNetHdrLength, m.end())};
+  }
+};
+
+// Takes flow 40000 -> server through its handshake to the native path; returns the relay
+// socket's address as the server sees it.
+sockaddr_storage go_native(const Framed& app, int helper, const Server& server) {
+  app.send_packet(out(40000, initial_v1(), server.port));
+  EXPECT_FALSE(read_one(helper).empty());
+  const ByteVec answer = in(40000, initial_v1(), server.port);
+  send(helper, answer.data(), answer.size(), 0);
+  const auto [h, delivered] = app.read();
+  EXPECT_EQ(h.gso_type, kVirtioGsoNone);
+  EXPECT_EQ(delivered, answer) << "the channel's packet, framed";
+  app.send_packet(out(40000, handshake_v1(), server.port));
+  EXPECT_FALSE(read_one(helper).empty());
+  app.send_packet(out(40000, short_header(200, 0x41), server.port));
+  sockaddr_storage from{};
+  socklen_t from_len = sizeof from;
+  ByteVec got(2048);
+  pollfd p{server.fd.get(), POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 3000), 1) << "no short header reached the server natively";
+  recvfrom(server.fd.get(), got.data(), got.size(), 0, reinterpret_cast<sockaddr*>(&from),
+           &from_len);
+  return from;
+}
+
+// What the server sends the relay in one UDP GSO send: ten 1,200-byte datagrams and a
+// 500-byte one (on loopback a UDP_GRO socket reads them in one go).
+ByteVec send_burst(const Server& server, const sockaddr_storage& relay) {
+  ByteVec burst;
+  for (int i = 0; i < 10; ++i) {
+    ByteVec d = short_header(1200, 0x40 | static_cast<std::uint8_t>(i));
+    burst.insert(burst.end(), d.begin(), d.end());
+  }
+  const ByteVec last = short_header(500, 0x4f);
+  burst.insert(burst.end(), last.begin(), last.end());
+  const int segment = 1200;
+  EXPECT_EQ(setsockopt(server.fd.get(), IPPROTO_UDP, UDP_SEGMENT, &segment, sizeof segment), 0);
+  EXPECT_EQ(sendto(server.fd.get(), burst.data(), burst.size(), 0,
+                   reinterpret_cast<const sockaddr*>(&relay), sizeof(sockaddr_in)),
+            static_cast<ssize_t>(burst.size()));
+  return burst;
+}
+
+TEST(EngineLoop, WithOffloadsWhatARelayReadsInOneGoIsOneGsoWriteIntoTheTun) {
+  Server server;
+  EngineConfig config;
+  config.policy.quic_ports = {server.port};
+  auto [tun_app, tun_engine] = seqpacket_pair();
+  auto [helper, channel_engine] = seqpacket_pair();
+  NoProtector protector;
+  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
+  loop.use_tun_format({.vnet_header = true, .udp_gso = true, .relay_gro = true});
+  std::thread runner([&] { loop.run(); });
+  const Framed app{tun_app.get()};
+  const sockaddr_storage relay = go_native(app, helper.get(), server);
+  const ByteVec burst = send_burst(server, relay);
+
+  const auto [h, packet] = app.read();
+  EXPECT_EQ(h.gso_type, kVirtioGsoUdpL4);
+  EXPECT_EQ(h.flags, kVirtioNeedsCsum);
+  EXPECT_EQ(h.gso_size, 1200);
+  auto parsed = common::parse_ip_packet(packet);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->src.to_string(), kServer);
+  EXPECT_EQ(parsed->dst.to_string(), kApp);
+  EXPECT_EQ(parsed->src_port, server.port);
+  EXPECT_EQ(parsed->dst_port, 40000);
+  EXPECT_EQ(ByteVec(parsed->payload.begin(), parsed->payload.end()), burst);
+  EXPECT_TRUE(read_one(tun_app.get(), 100).empty()) << "more than one write for the burst";
+  loop.stop();
+  runner.join();
+  EXPECT_EQ(loop.counters().relay_gro_reads, 1u);
+  EXPECT_EQ(loop.counters().tun_gso_writes, 1u);
+  EXPECT_EQ(loop.counters().tun_gso_segments, 11u);
+  // The core saw eleven datagrams, as without offloads.
+  EXPECT_EQ(loop.engine().counters().from_native.packets, 11u);
+}
+
+TEST(EngineLoop, WithoutUdpGsoTheBurstIsElevenFramedPacketsInOrder) {
+  Server server;
+  EngineConfig config;
+  config.policy.quic_ports = {server.port};
+  auto [tun_app, tun_engine] = seqpacket_pair();
+  auto [helper, channel_engine] = seqpacket_pair();
+  NoProtector protector;
+  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
+  loop.use_tun_format({.vnet_header = true, .udp_gso = false, .relay_gro = true});
+  std::thread runner([&] { loop.run(); });
+  const Framed app{tun_app.get()};
+  const ByteVec burst = send_burst(server, go_native(app, helper.get(), server));
+  std::size_t offset = 0;
+  for (int i = 0; i < 11; ++i) {
+    const auto [h, packet] = app.read();
+    EXPECT_EQ(h.gso_type, kVirtioGsoNone) << i;
+    EXPECT_EQ(h.flags, 0) << i;
+    auto parsed = common::parse_ip_packet(packet);
+    ASSERT_TRUE(parsed.ok()) << i;
+    const std::size_t size = i < 10 ? 1200 : 500;
+    EXPECT_EQ(ByteVec(parsed->payload.begin(), parsed->payload.end()),
+              ByteVec(burst.begin() + static_cast<std::ptrdiff_t>(offset),
+                      burst.begin() + static_cast<std::ptrdiff_t>(offset + size)))
+        << "datagram " << i;
+    offset += size;
+  }
+  loop.stop();
+  runner.join();
+  EXPECT_EQ(loop.counters().relay_gro_reads, 1u);
+  EXPECT_EQ(loop.counters().tun_gso_writes, 0u);
 }
 
 TEST(EngineLoop, StopEndsTheLoop) {
