@@ -64,9 +64,10 @@ def helper_pid(engine_pid):
     return None
 
 
-def start(procs, lab, work, sock):
-    """Sets the lab's channel interface down and starts quicstep-tun; returns its process once
-    a lookup through its channel is answered. Raises RuntimeError naming its log otherwise."""
+def start(procs, lab, work, sock, extra_args=()):
+    """Sets the lab's channel interface down and starts quicstep-tun (with `extra_args`, e.g.
+    --no-offload); returns its process once a lookup through its channel is answered. Raises
+    RuntimeError naming its log otherwise."""
     c = lab["client"]
     ns = c["netns"]
     conf = write_wg_quick(lab, os.path.join(work, "channel.conf"))
@@ -93,7 +94,7 @@ def start(procs, lab, work, sock):
                         "lookup", str(c["channel"]["table"]), "pref", "100"], check=False)
     log = os.path.join(work, "quicstep-tun.log")
     p = procs.start(ns, [binaries.path("quicstep-tun"), "--wg-config", conf,
-                         "--control-socket", sock], log)
+                         "--control-socket", sock, *extra_args], log)
     up = wait_for(lambda: os.path.exists(sock), p, seconds=15) and wait_for(
         lambda: subprocess.run(["ip", "netns", "exec", ns, "dig", "+short", "+tries=1",
                                 "+time=1", "open.test"], capture_output=True,

@@ -372,6 +372,30 @@ void resolve_native_path(Config* c) {
   }
 }
 
+void load_tun(Loader& l, const toml::table& root, TunSettings* tun) {
+  const toml::table* t = l.table(root, "tun");
+  if (t == nullptr) return;
+  l.known_keys(*t, "tun", {"device", "wg_config", "table", "fwmark", "control_socket", "offload"});
+  if (const toml::node* n = l.string(t, "device", &tun->device);
+      n && !valid_interface(tun->device)) {
+    l.error(n->source(), "device must be an interface name of 1..15 characters without '/', "
+                         "':' or spaces, not " + render(*n));
+  }
+  l.string(t, "wg_config", &tun->wg_config);
+  l.integer(t, "table", 1, 0xffffffffll, &tun->table);
+  if (tun->table >= 253 && tun->table <= 255) {
+    l.error(t->get("table")->source(),
+            "table must not be 253..255 (the kernel's default, main and local tables), not " +
+                render(*t->get("table")));
+  }
+  l.integer(t, "fwmark", 1, 0xffffffffll, &tun->fwmark);
+  if (const toml::node* n = l.string(t, "control_socket", &tun->control_socket);
+      n && tun->control_socket.empty()) {
+    l.error(n->source(), "control_socket must be a path, not " + render(*n));
+  }
+  l.boolean(t, "offload", &tun->offload);
+}
+
 }  // namespace
 
 std::string ConfigError::to_string() const {
@@ -394,9 +418,10 @@ ConfigLoad parse_config(std::string_view text, std::string_view file) {
   }
   Loader l(file, &out.errors);
   l.known_keys(root, "", {"classifier", "hold", "native_switch", "watchdog",
-                          "destination_cache", "flow_table", "daemon"});
+                          "destination_cache", "flow_table", "daemon", "tun"});
   load_policy(l, root, &out.config.policy);
   load_daemon(l, root, &out.config.daemon);
+  load_tun(l, root, &out.config.tun);
   resolve_native_path(&out.config);
   return out;
 }

@@ -94,9 +94,27 @@ struct DaemonSettings {
   std::string destinations_file;
 };
 
+// quicstep-tun's own settings, the [tun] table (client/tun/README.md); quicstepd ignores
+// them. Its command-line options override them.
+struct TunSettings {
+  // The TUN device it creates (1..15 characters).
+  std::string device = "qst0";
+  // The channel's wg-quick file (numeric endpoints); required, here or by --wg-config.
+  std::string wg_config;
+  // The routing table of the TUN's default routes (not 253..255).
+  std::uint32_t table = 51830;
+  // The mark of the engine's own (protected) sockets, which a rule sends to the main table.
+  std::uint32_t fwmark = 51830;
+  // quicstepctl's status socket.
+  std::string control_socket = "/run/quicstep-tun.sock";
+  // UDP GSO writes into the TUN and UDP_GRO on relay sockets, where the kernel has them.
+  bool offload = true;
+};
+
 struct Config {
   Policy policy;
   DaemonSettings daemon;
+  TunSettings tun;
 };
 
 struct ConfigError {

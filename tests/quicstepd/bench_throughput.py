@@ -185,8 +185,9 @@ class Bench:
                            check=True)
         if mode == "paper":
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "up"], check=True)
-        elif mode == "tun":
-            self.daemon = tun_engine.start(self.procs, self.lab, self.work, self.sock)
+        elif mode in ("tun", "tun-nooffload"):
+            extra = ["--no-offload"] if mode == "tun-nooffload" else []
+            self.daemon = tun_engine.start(self.procs, self.lab, self.work, self.sock, extra)
             self.helper_pid = tun_engine.helper_pid(self.daemon.pid)
         elif base.startswith("quicstepd"):
             binary = mode.split("=", 1)[1] if "=" in mode else h.QSD
@@ -212,7 +213,7 @@ class Bench:
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "down"], check=True)
             subprocess.run(["ip", "netns", "exec", self.prov_ns, "wg", "set", self.prov_if, "peer",
                             self.peer, "allowed-ips", self.allowed], check=True)
-        elif mode == "tun" and self.daemon:
+        elif mode in ("tun", "tun-nooffload") and self.daemon:
             tun_engine.stop(self.procs, self.lab, self.daemon)
             self.daemon, self.helper_pid = None, None
         elif base.startswith("quicstepd") and self.daemon:
@@ -315,6 +316,7 @@ def main():
                          "quicstepd-hold5ms, quicstepd-gso-kernel (queue path + native_gso = "
                          "kernel), quicstepd-routed (native_path = routed written out), "
                          "quicstepd-routed-noswitch, tun (quicstep-tun, the TUN engine), "
+                         "tun-nooffload (quicstep-tun --no-offload), "
                          "quicstepd=BINARY (another build, default "
                          "config), paper+ct, paper+nat, paper+set, "
                          "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "
@@ -326,7 +328,7 @@ def main():
         base, _, extra = m.partition("+")
         if base.startswith("quicstepd="):
             continue
-        if base not in ("native", "paper", "tun", *QSD_MODES) or (
+        if base not in ("native", "paper", "tun", "tun-nooffload", *QSD_MODES) or (
                 extra and (base != "paper" or extra not in {*EXTRA_NFT, "ipt"})):
             ap.error(f"unknown mode {m}")
     b = Bench(args)

@@ -145,7 +145,9 @@ int main(int argc, char** argv) {
                "WireGuard channel of its own; QUIC data natively)"};
   app.set_version_flag("--version", std::string("quicstep-tun ") + quicstep::kVersion);
   app.add_option("--wg-config", o.wg_config, "the channel's wg-quick file (numeric endpoints)");
-  app.add_option("--config", o.config, "quicstepd.toml: the classifier's policy (defaults if absent)");
+  app.add_option("--config", o.config,
+                 "quicstepd.toml: the classifier's policy and the [tun] table (device, "
+                 "wg_config, table, fwmark, control_socket, offload); options override it");
   app.add_option("--tun", o.device, "the TUN device's name")->capture_default_str();
   app.add_option("--wg-helper", o.helper, "the qs-wg-helper executable (default: beside this one)");
   app.add_option("--helper-log", o.helper_log, "append the helper's stderr to this file");
@@ -160,9 +162,25 @@ int main(int argc, char** argv) {
                "UDP GSO or UDP_GRO)");
   app.add_flag("--cleanup", o.cleanup, "remove the TUN, its routes and rules left by a crash, exit");
   CLI11_PARSE(app, argc, argv);
+  // The config's [tun] table, where the command line does not say otherwise.
+  if (!o.config.empty()) {
+    const core::ConfigLoad load = core::load_config(o.config);
+    for (const auto& e : load.errors) {
+      std::fprintf(stderr, "quicstep-tun: %s\n", e.to_string().c_str());
+    }
+    if (!load.ok()) return 2;
+    const core::TunSettings& t = load.config.tun;
+    if (app.count("--tun") == 0) o.device = t.device;
+    if (app.count("--wg-config") == 0) o.wg_config = t.wg_config;
+    if (app.count("--table") == 0) o.table = t.table;
+    if (app.count("--fwmark") == 0) o.fwmark = t.fwmark;
+    if (app.count("--control-socket") == 0) o.control = t.control_socket;
+    if (app.count("--no-offload") == 0) o.no_offload = !t.offload;
+  }
   if (o.cleanup) return cleanup(o);
   if (o.wg_config.empty()) {
-    std::fprintf(stderr, "quicstep-tun: --wg-config is required\n");
+    std::fprintf(stderr, "quicstep-tun: no channel: give --wg-config FILE, or wg_config in "
+                         "the [tun] table of --config\n");
     return 2;
   }
   if (o.helper.empty()) o.helper = default_helper();

@@ -44,6 +44,38 @@ TEST(PolicyConfig, ExampleFileLoadsToTheDefaults) {
   EXPECT_EQ(s.channel_interface, ds.channel_interface);
   EXPECT_EQ(s.addressing, Addressing::stateless);
   EXPECT_EQ(s.metrics_listen, ds.metrics_listen);
+  const TunSettings& t = load.config.tun;
+  const TunSettings dt;
+  EXPECT_EQ(t.device, dt.device);
+  EXPECT_EQ(t.wg_config, dt.wg_config);
+  EXPECT_EQ(t.table, dt.table);
+  EXPECT_EQ(t.fwmark, dt.fwmark);
+  EXPECT_EQ(t.control_socket, dt.control_socket);
+  EXPECT_EQ(t.offload, dt.offload);
+}
+
+TEST(PolicyConfig, ReadsQuicstepTunsTable) {
+  const ConfigLoad load = parse_config(
+      "[tun]\ndevice = \"qst7\"\nwg_config = \"/etc/wireguard/wg0.conf\"\ntable = 100\n"
+      "fwmark = 0x77\ncontrol_socket = \"/run/t.sock\"\noffload = false\n",
+      "q.toml");
+  ASSERT_TRUE(load.ok()) << load.errors[0].to_string();
+  EXPECT_EQ(load.config.tun.device, "qst7");
+  EXPECT_EQ(load.config.tun.wg_config, "/etc/wireguard/wg0.conf");
+  EXPECT_EQ(load.config.tun.table, 100u);
+  EXPECT_EQ(load.config.tun.fwmark, 0x77u);
+  EXPECT_EQ(load.config.tun.control_socket, "/run/t.sock");
+  EXPECT_FALSE(load.config.tun.offload);
+  EXPECT_EQ(one_error("[tun]\ndevice = \"a/b\"\n"),
+            "q.toml:2:10: device must be an interface name of 1..15 characters without '/', "
+            "':' or spaces, not 'a/b'");
+  EXPECT_EQ(one_error("[tun]\ntable = 254\n"),
+            "q.toml:2:9: table must not be 253..255 (the kernel's default, main and local "
+            "tables), not 254");
+  EXPECT_EQ(one_error("[tun]\nfwmark = 0\n"),
+            "q.toml:2:10: fwmark must be an integer in 1..4294967295, not 0");
+  EXPECT_EQ(one_error("[tun]\noffload = 1\n"), "q.toml:2:11: offload must be true or false, not 1");
+  EXPECT_EQ(one_error("[tun]\nmtu = 1400\n").rfind("q.toml:2:1: unknown key 'mtu' in [tun]", 0), 0u);
 }
 
 TEST(PolicyConfig, EmptyFileIsTheDefaults) {
