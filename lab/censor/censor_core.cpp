@@ -42,6 +42,7 @@ std::string_view to_string(Rule rule) {
     case Rule::residual: return "residual";
     case Rule::strict_all_quic: return "strict_all_quic";
     case Rule::strict_short_header: return "strict_short_header";
+    case Rule::wireguard: return "wireguard";
     case Rule::spared: return "spared";
   }
   return "?";
@@ -129,6 +130,11 @@ Verdict CensorCore::decide(Bytes ip_packet, Timestamp now) {
   FlowState& flow = flows_.value(handle);
   flow.last_seen = now;
   if (flow.blocked) return finish({Action::drop, Rule::none, {}});
+  // WireGuard re-handshakes on the same flow every two minutes: any handshake message of a
+  // flow not yet blocked is judged, not only the first packet's.
+  if (config_.block_wireguard && ip.udp && is_wireguard_handshake(classify_wireguard(ip.payload))) {
+    return finish(block_wireguard(flow, key, now));
+  }
   if (flow.decided || !seen.client_hello) return finish({});
   return finish(decide_hello(seen, key, flow, now));
 }
@@ -151,6 +157,12 @@ Verdict CensorCore::decide_new_flow(const Observation& seen, const FlowKey& key,
     return block(flow, key, Rule::strict_short_header, now);
   }
   return {};
+}
+
+Verdict CensorCore::block_wireguard(FlowState& flow, const FlowKey& key, Timestamp now) {
+  ++counters_.wireguard_blocks;
+  if (config_.residual_period.count() > 0) residual_.block(ResidualKey::of(key), now);
+  return block(flow, key, Rule::wireguard, now);
 }
 
 Verdict CensorCore::block(FlowState& flow, const FlowKey& key, Rule rule, Timestamp now) {

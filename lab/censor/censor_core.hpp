@@ -9,7 +9,9 @@
 //   - a UDP/53 query for a blocked name (A or AAAA): inject a forged answer, pass the query
 //     (the forgery races the real answer, as the GFW's does);
 //   - strict modes (the paper's §5): block every QUIC flow; block UDP flows on a QUIC port
-//     whose first packet seen is a short header (a migrated flow, no Initial seen).
+//     whose first packet seen is a short header (a migrated flow, no Initial seen);
+//   - WireGuard (off by default): a UDP flow that carries a WireGuard handshake message, on
+//     any port, is dropped both ways and its triple blocked (wireguard_fingerprint.hpp).
 // A blocking decision is taken with probability block_probability per flow (the GFW was
 // seen to block only some connections at first); the coin comes from a seeded generator.
 //
@@ -33,6 +35,7 @@
 #include "lab/censor/dns_forgery.hpp"
 #include "lab/censor/packet_forge.hpp"
 #include "lab/censor/residual_blocks.hpp"
+#include "lab/censor/wireguard_fingerprint.hpp"
 
 namespace quicstep::censor {
 
@@ -55,6 +58,9 @@ struct CensorConfig {
   // Strict modes (§5 of the paper).
   bool block_all_quic = false;
   bool block_short_header_first = false;
+  // Block WireGuard by its handshake's fingerprint (any UDP port), as censors that block
+  // the protocol do.
+  bool block_wireguard = false;
   // Flow table bounds (the censor's and the observer's).
   std::size_t max_flows = 65536;
   common::Duration flow_idle_timeout = std::chrono::seconds(120);
@@ -79,6 +85,7 @@ enum class Rule : std::uint8_t {
   residual,             // the triple was blocked earlier
   strict_all_quic,      // strict mode: any QUIC flow
   strict_short_header,  // strict mode: first packet seen is a short header
+  wireguard,            // a WireGuard handshake message (block_wireguard)
   spared,               // matched the blocklist, but the probability coin said no
 };
 std::string_view to_string(Rule rule);
@@ -111,6 +118,7 @@ struct CensorCounters {
   std::uint64_t dns_forged = 0;
   std::uint64_t residual_blocks = 0;
   std::uint64_t strict_blocks = 0;
+  std::uint64_t wireguard_blocks = 0;   // flows blocked by WireGuard's fingerprint
   std::uint64_t spared = 0;             // matched but let through by the probability coin
   std::uint64_t flows_evicted = 0;
   std::uint64_t decisions_lost = 0;     // records dropped: take_decisions() not called
@@ -154,6 +162,7 @@ class CensorCore {
   Verdict decide_hello(const common::Observation& seen, const common::FlowKey& key,
                        FlowState& flow, common::Timestamp now);
   Verdict block(FlowState& flow, const common::FlowKey& key, Rule rule, common::Timestamp now);
+  Verdict block_wireguard(FlowState& flow, const common::FlowKey& key, common::Timestamp now);
   bool is_quic_port(std::uint16_t port) const;
   bool coin();
   Verdict finish(Verdict verdict);

@@ -70,6 +70,8 @@ int parse(int argc, char** argv, Options& o) {
   app.add_flag("--strict-all-quic", o.core.block_all_quic, "strict: block every QUIC flow");
   app.add_flag("--strict-short-header", o.core.block_short_header_first,
                "strict: block QUIC-port flows whose first packet seen is a short header");
+  app.add_flag("--block-wireguard", o.core.block_wireguard,
+               "block UDP flows that carry a WireGuard handshake (any port), by its fingerprint");
   app.add_flag("--no-tcp-drop", no_tcp_drop, "TCP: inject RSTs only, do not drop the flow");
   app.add_flag("--no-dns-forgery", no_dns, "do not forge DNS answers");
   app.add_option("--forge-v4", o.forge_v4, "address in forged A answers")->check(CLI::ValidIPV4)
@@ -194,11 +196,12 @@ int main(int argc, char** argv) {
     }
     spdlog::warn("blocklist: {} (line skipped)", p.message);
   }
-  spdlog::info("censord: {} blocklist rules, queue {}, residual {} s, probability {}{}{}{}",
+  spdlog::info("censord: {} blocklist rules, queue {}, residual {} s, probability {}{}{}{}{}",
                blocklist.size(), o.queue, o.residual_s, o.core.block_probability,
                o.core.first_datagram_only ? ", first datagram only" : "",
                o.core.block_all_quic ? ", strict: all QUIC" : "",
-               o.core.block_short_header_first ? ", strict: short header first" : "");
+               o.core.block_short_header_first ? ", strict: short header first" : "",
+               o.core.block_wireguard ? ", WireGuard blocked" : "");
   const int stop_fd = stop_signal_fd();
   if (stop_fd < 0) {
     spdlog::error("signalfd: {}", strerror(errno));

@@ -37,6 +37,7 @@ nlohmann::json counters_to_json(const CensorCore& core) {
           {"dns_forged", c.dns_forged},
           {"residual_blocks", c.residual_blocks},
           {"strict_blocks", c.strict_blocks},
+          {"wireguard_blocks", c.wireguard_blocks},
           {"spared", c.spared},
           {"flows", core.flow_count()},
           {"flows_evicted", c.flows_evicted},
