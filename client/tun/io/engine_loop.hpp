@@ -11,7 +11,8 @@
 // starve the others; buffers are allocated once. Offloads, where the TUN and kernel have
 // them (TunFormat, set by the frontend): a relay socket reads with UDP_GRO (one read, many
 // datagrams of the server's), and what one relay drain writes back is joined into UDP GSO
-// super-packets (UdpGsoBatch), one TUN write each. A packet the kernel will not take now
+// super-packets (UdpGsoBatch), one TUN write each; the other way, a run of one flow's
+// datagrams read from the TUN in one drain leaves its relay as one UDP_SEGMENT send. A packet the kernel will not take now
 // (EAGAIN, ENOBUFS) is dropped and counted: QUIC and TCP recover, and the loop never blocks.
 #pragma once
 
@@ -36,6 +37,8 @@ struct TunFormat {
   bool vnet_header = false;  // IFF_VNET_HDR: a virtio_net_hdr before every packet
   bool udp_gso = false;      // writes may be VIRTIO_NET_HDR_GSO_UDP_L4 (Linux 6.2+)
   bool relay_gro = false;    // relay sockets read with UDP_GRO
+  bool relay_gso = false;    // a run of one flow's datagrams read from the TUN in one drain
+                             // leaves its relay as one UDP_SEGMENT send
 };
 
 struct LoopCounters {
@@ -49,6 +52,9 @@ struct LoopCounters {
   std::uint64_t tun_gso_segments = 0;       // datagrams they carried
   std::uint64_t tun_gso_refused = 0;        // the kernel refused one: GSO off from then on
   std::uint64_t relay_gro_reads = 0;        // relay reads that returned > 1 datagram
+  std::uint64_t relay_gso_sends = 0;        // UDP_SEGMENT sends of > 1 datagram
+  std::uint64_t relay_gso_segments = 0;     // datagrams they carried
+  std::uint64_t relay_gso_refused = 0;      // the kernel refused one: UDP_SEGMENT off
   std::uint64_t tun_read_dropped = 0;       // a read the engine cannot take (GSO from the TUN)
   std::string last_error;                   // the last socket or protect failure, in words
 };
@@ -105,11 +111,14 @@ class EngineLoop final : public EngineIo {
   enum Source : std::uint64_t { kTun = 1, kChannel, kTimer, kWake, kControl, kNetwork, kRelayBase = 16 };
   bool watch(int fd, std::uint64_t source);
   std::string drain_tun(common::Timestamp now);
+  std::string drain_tun_packets(common::Timestamp now);
   std::string drain_channel(common::Timestamp now);
   void drain_relay(RelayId id, common::Timestamp now);
   void arm_timer();
   void write_tun_now(common::Bytes ip_packet);  // one packet, framed as the TUN wants
   void flush_tun();                             // writes what the batch holds
+  void send_native_now(RelayId id, common::Bytes udp_payload);
+  void flush_native();                          // sends what the native batch holds
   void answer_control();
 
   std::unique_ptr<EngineCore> engine_;
@@ -127,6 +136,16 @@ class EngineLoop final : public EngineIo {
   TunFormat format_;
   UdpGsoBatch batch_;
   bool batching_ = false;                 // inside a relay drain, with udp_gso
+  // A run of one relay's datagrams of one size (the last may be shorter), gathered while
+  // the TUN is drained, sent as one UDP_SEGMENT send.
+  struct NativeBatch {
+    RelayId id = 0;
+    std::size_t segment = 0;   // the first datagram's size
+    std::size_t count = 0;
+    bool closed = false;       // a shorter datagram ended it
+    std::vector<std::uint8_t> bytes;
+  } native_;
+  bool batching_native_ = false;          // inside a TUN drain, with relay_gso
   std::vector<std::uint8_t> segment_buffer_;  // a batch rewritten packet by packet
   common::Timestamp armed_ = common::Timestamp::never();
   std::atomic<bool> stopping_{false};

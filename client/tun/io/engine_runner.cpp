@@ -71,10 +71,13 @@ std::string EngineRunner::answer(const std::string& request) {
                  {"tun_gso_segments", c.tun_gso_segments},
                  {"tun_gso_refused", c.tun_gso_refused},
                  {"relay_gro_reads", c.relay_gro_reads},
+                 {"relay_gso_sends", c.relay_gso_sends},
+                 {"relay_gso_segments", c.relay_gso_segments},
+                 {"relay_gso_refused", c.relay_gso_refused},
                  {"last_error", c.last_error}};
     const TunFormat& f = loop_.tun_format();
     j["offloads"] = {{"vnet_header", f.vnet_header}, {"udp_gso", f.udp_gso},
-                     {"relay_gro", f.relay_gro}};
+                     {"relay_gro", f.relay_gro}, {"relay_gso", f.relay_gso}};
     j["helper_pid"] = helper_pid();
     return j.dump() + "\n";
   }

@@ -158,8 +158,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-routes", o.no_routes, "set no address, route or rule (the caller did)");
   app.add_flag("--no-offload", o.no_offload,
-               "one write per packet into the TUN, one datagram per relay read (no IFF_VNET_HDR, "
-               "UDP GSO or UDP_GRO)");
+               "one write per packet into the TUN, one datagram per relay read and send (no "
+               "IFF_VNET_HDR, UDP GSO, UDP_GRO or UDP_SEGMENT)");
   app.add_flag("--cleanup", o.cleanup, "remove the TUN, its routes and rules left by a crash, exit");
   CLI11_PARSE(app, argc, argv);
   // The config's [tun] table, where the command line does not say otherwise.
@@ -229,6 +229,7 @@ int main(int argc, char** argv) {
     format.vnet_header = true;
     format.udp_gso = tun::tun_takes_udp_gso(tun_fd);
     format.relay_gro = true;
+    format.relay_gso = true;
   }
   loop.use_tun_format(format);
   tun::EngineRunner runner(loop, helper_options, files->uapi_set, std::move(*started));
@@ -255,8 +256,10 @@ int main(int argc, char** argv) {
   g_loop = &loop;
   spdlog::info("quicstep-tun {}: {} up, WireGuard helper pid {}; offloads: {}",
                quicstep::kVersion, o.device, runner.helper_pid(),
-               o.no_offload ? "off" : format.udp_gso ? "UDP GSO into the TUN, UDP_GRO on relays"
-                                                    : "UDP_GRO on relays (no UDP GSO in this kernel)");
+               o.no_offload ? "off"
+               : format.udp_gso ? "UDP GSO into the TUN, UDP_GRO and UDP_SEGMENT on relays"
+                                : "UDP_GRO and UDP_SEGMENT on relays (no UDP GSO into a TUN in "
+                                  "this kernel)");
 
   if (const std::string ended = runner.run(g_stopping); !ended.empty()) {
     spdlog::error("engine: {}; the TUN and its routes stay (no traffic, no leak)", ended);

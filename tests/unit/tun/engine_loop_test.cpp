@@ -8,11 +8,15 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <linux/udp.h>
 
+#include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <thread>
 
@@ -278,6 +282,82 @@ TEST(EngineLoop, WithoutUdpGsoTheBurstIsElevenFramedPacketsInOrder) {
   runner.join();
   EXPECT_EQ(loop.counters().relay_gro_reads, 1u);
   EXPECT_EQ(loop.counters().tun_gso_writes, 0u);
+}
+
+// A listening unix socket at an abstract address of its own.
+net::UniqueFd control_listener() {
+  net::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  const std::string name = "qs-loop-test-" + std::to_string(getpid());
+  std::memcpy(a.sun_path + 1, name.data(), name.size());
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
+  EXPECT_EQ(listen(fd.get(), 4), 0);
+  return fd;
+}
+
+TEST(EngineLoop, WithOffloadsARunReadFromTheTunLeavesItsRelayAsOneUdpSegmentSend) {
+  Server server;
+  const int on = 1;  // the server reads a GSO send in one go, with its segment size
+  ASSERT_EQ(setsockopt(server.fd.get(), IPPROTO_UDP, UDP_GRO, &on, sizeof on), 0);
+  EngineConfig config;
+  config.policy.quic_ports = {server.port};
+  auto [tun_app, tun_engine] = seqpacket_pair();
+  auto [helper, channel_engine] = seqpacket_pair();
+  NoProtector protector;
+  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
+  loop.use_tun_format({.vnet_header = true, .udp_gso = false, .relay_gro = false,
+                       .relay_gso = true});
+  net::UniqueFd listener = control_listener();
+  sockaddr_un addr{};
+  socklen_t addr_len = sizeof addr;
+  getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &addr_len);
+  loop.serve_control(std::move(listener), [](const std::string&) { return std::string("{}\n"); });
+  std::thread runner([&] { loop.run(); });
+  const Framed app{tun_app.get()};
+  const sockaddr_storage relay = go_native(app, helper.get(), server);
+  // The server answers on the new path: the flow is confirmed native.
+  const ByteVec answer = short_header(100, 0x41);
+  sendto(server.fd.get(), answer.data(), answer.size(), 0,
+         reinterpret_cast<const sockaddr*>(&relay), sizeof(sockaddr_in));
+  ASSERT_FALSE(app.read().second.empty());
+
+  // Hold the loop in a control request that says nothing (it waits 200 ms for the line),
+  // so that the run below is read from the TUN in one drain.
+  net::UniqueFd idle(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_EQ(connect(idle.get(), reinterpret_cast<sockaddr*>(&addr), addr_len), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ByteVec run;
+  for (int i = 0; i < 11; ++i) {
+    const ByteVec d = short_header(i < 10 ? 1200 : 500, static_cast<std::uint8_t>(0x40 | i));
+    run.insert(run.end(), d.begin(), d.end());
+    app.send_packet(out(40000, d, server.port));
+  }
+  pollfd p{server.fd.get(), POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 3000), 1);
+  ByteVec got(65536);
+  iovec iov{got.data(), got.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const ssize_t n = recvmsg(server.fd.get(), &msg, 0);
+  ASSERT_GT(n, 0);
+  got.resize(static_cast<std::size_t>(n));
+  int segment = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) std::memcpy(&segment, CMSG_DATA(c), sizeof segment);
+  }
+  EXPECT_EQ(got, run) << "the eleven datagrams, in order, in one read";
+  EXPECT_EQ(segment, 1200);
+  loop.stop();
+  runner.join();
+  EXPECT_EQ(loop.counters().relay_gso_sends, 1u);
+  EXPECT_EQ(loop.counters().relay_gso_segments, 11u);
+  EXPECT_EQ(loop.engine().counters().to_native.packets, 12u);  // with go_native's first
 }
 
 TEST(EngineLoop, StopEndsTheLoop) {
