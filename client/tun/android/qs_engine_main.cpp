@@ -36,6 +36,7 @@ struct Options {
   std::string config;
   std::string helper;
   std::string helper_log;
+  bool no_offload = false;
 };
 
 tun::EngineLoop* g_loop = nullptr;
@@ -86,6 +87,8 @@ int main(int argc, char** argv) {
   app.add_option("--config", o.config, "quicstepd.toml: the classifier's policy (defaults if absent)");
   app.add_option("--wg-helper", o.helper, "the WireGuard helper (default: libqswg.so beside this)");
   app.add_option("--helper-log", o.helper_log, "append the helper's stderr to this file");
+  app.add_flag("--no-offload", o.no_offload,
+               "one datagram per relay read and send (no UDP_GRO or UDP_SEGMENT)");
   CLI11_PARSE(app, argc, argv);
   if (o.helper.empty()) o.helper = default_helper();
 
@@ -127,6 +130,9 @@ int main(int argc, char** argv) {
   tun::SocketProtector protector(o.protect_socket);
   tun::EngineLoop loop(files->engine, std::move(*tun_fd), started->take_packets(), protector,
                        std::random_device{}() | std::uint64_t{std::random_device{}()} << 32);
+  // VpnService's TUN has no virtio header: the relays' offloads only.
+  loop.use_tun_format({.vnet_header = false, .udp_gso = false, .relay_gro = !o.no_offload,
+                       .relay_gso = !o.no_offload});
   tun::EngineRunner runner(loop, helper_options, files->uapi_set, std::move(*started));
   if (!o.control_socket.empty()) {
     if (auto control = tun::listen_unix(o.control_socket); control.ok()) {
