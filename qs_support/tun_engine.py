@@ -64,10 +64,19 @@ def helper_pid(engine_pid):
     return None
 
 
+def write_config(path, wg_config, sock):
+    """quicstep-tun's config as a user writes it: quicstepd's file with a [tun] table naming
+    the channel's wg-quick file and the status socket (the rest: defaults)."""
+    with open(path, "w") as f:
+        f.write(f'[tun]\nwg_config = "{wg_config}"\ncontrol_socket = "{sock}"\n')
+    return path
+
+
 def start(procs, lab, work, sock, extra_args=()):
-    """Sets the lab's channel interface down and starts quicstep-tun (with `extra_args`, e.g.
-    --no-offload); returns its process once a lookup through its channel is answered. Raises
-    RuntimeError naming its log otherwise."""
+    """Sets the lab's channel interface down and starts `quicstep-tun --config FILE` (a [tun]
+    table naming the lab client's channel; `extra_args` after it, e.g. --no-offload); returns
+    its process once a lookup through its channel is answered. Raises RuntimeError naming its
+    log otherwise."""
     c = lab["client"]
     ns = c["netns"]
     conf = write_wg_quick(lab, os.path.join(work, "channel.conf"))
@@ -93,8 +102,8 @@ def start(procs, lab, work, sock, extra_args=()):
         subprocess.run(["ip", "netns", "exec", ns, "ip", fam, "rule", "del", "from", addr,
                         "lookup", str(c["channel"]["table"]), "pref", "100"], check=False)
     log = os.path.join(work, "quicstep-tun.log")
-    p = procs.start(ns, [binaries.path("quicstep-tun"), "--wg-config", conf,
-                         "--control-socket", sock, *extra_args], log)
+    config = write_config(os.path.join(work, "quicstep-tun.toml"), conf, sock)
+    p = procs.start(ns, [binaries.path("quicstep-tun"), "--config", config, *extra_args], log)
     up = wait_for(lambda: os.path.exists(sock), p, seconds=15) and wait_for(
         lambda: subprocess.run(["ip", "netns", "exec", ns, "dig", "+short", "+tries=1",
                                 "+time=1", "open.test"], capture_output=True,

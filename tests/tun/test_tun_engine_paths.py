@@ -90,6 +90,17 @@ class TunEnginePaths(base.TunEngineLab):
               f"channel); watchdog {st['watchdog']}")
         self.assertTrue(any(p.get("dns") for p in cpk), "Chromium's lookup avoided the channel")
         self.assertGreaterEqual(share, 0.99)
+        # The offloads were on the path the page took (the default): the relay read the
+        # server's bursts several datagrams at a time, and where this kernel takes UDP GSO on
+        # a TUN the engine wrote them back as super-packets — and the page still arrived
+        # whole, which the kernel's segmentation back into datagrams must give.
+        loop = st["loop"]
+        print(f"[chromium] offloads {st['offloads']}: relay GRO reads {loop['relay_gro_reads']}, "
+              f"TUN GSO writes {loop['tun_gso_writes']} ({loop['tun_gso_segments']} datagrams)")
+        self.assertTrue(st["offloads"]["relay_gro"])
+        if st["offloads"]["udp_gso"]:
+            self.assertGreater(loop["tun_gso_segments"], 0)
+        self.assertEqual(loop["tun_gso_refused"], 0)
         self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
 
     # --- the censor -----------------------------------------------------------------------
