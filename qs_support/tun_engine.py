@@ -64,6 +64,24 @@ def helper_pid(engine_pid):
     return None
 
 
+def peer_setting(lab, work):
+    """The lab channel's provider peer as `wg set IFACE` arguments that put it back as it is
+    (its preshared key, if any, in a 0600 file in `work`): (public key, arguments)."""
+    peer = channel_dump(lab)[1]
+    # public key, preshared key, endpoint, allowed ips, ..., persistent keepalive
+    pub, psk, endpoint, allowed, keep = peer[0], peer[1], peer[2], peer[3], peer[7]
+    args = ["peer", pub, "endpoint", endpoint, "allowed-ips", allowed]
+    if keep not in ("off", "0"):
+        args += ["persistent-keepalive", keep]
+    if psk != "(none)":
+        path = os.path.join(work, "channel.psk")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(psk + "\n")
+        args += ["preshared-key", path]
+    return pub, args
+
+
 def write_config(path, wg_config, sock):
     """quicstep-tun's config as a user writes it: quicstepd's file with a [tun] table naming
     the channel's wg-quick file and the status socket (the rest: defaults)."""
@@ -80,18 +98,7 @@ def start(procs, lab, work, sock, extra_args=()):
     c = lab["client"]
     ns = c["netns"]
     conf = write_wg_quick(lab, os.path.join(work, "channel.conf"))
-    _, peer = channel_dump(lab)
-    # public key, preshared key, endpoint, allowed ips, ..., persistent keepalive
-    p_pub, p_psk, p_end, p_allowed, p_keep = peer[0], peer[1], peer[2], peer[3], peer[7]
-    restore = ["peer", p_pub, "endpoint", p_end, "allowed-ips", p_allowed]
-    if p_keep not in ("off", "0"):
-        restore += ["persistent-keepalive", p_keep]
-    if p_psk != "(none)":
-        psk = os.path.join(work, "channel.psk")
-        fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(p_psk + "\n")
-        restore += ["preshared-key", psk]
+    p_pub, restore = peer_setting(lab, work)
     lab["_tun_engine_restore_peer"] = restore
     subprocess.run(["ip", "netns", "exec", ns, "wg", "set", c["channel"]["interface"], "peer",
                     p_pub, "remove"], check=True)

@@ -18,6 +18,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "client/tun/udp_gso_batch.hpp"
@@ -217,21 +219,42 @@ ByteVec send_burst(const Server& server, const sockaddr_storage& relay) {
   return burst;
 }
 
-TEST(EngineLoop, WithOffloadsWhatARelayReadsInOneGoIsOneGsoWriteIntoTheTun) {
+// One loop over the seqpacket stand-ins, its TUN framed with a virtio header and the
+// offloads of `format`, and flow 40000 taken to the native path (`relay`: the address the
+// server sees). `before_run` may add to the loop before it runs (a control socket).
+struct OffloadRig {
   Server server;
-  EngineConfig config;
-  config.policy.quic_ports = {server.port};
-  auto [tun_app, tun_engine] = seqpacket_pair();
-  auto [helper, channel_engine] = seqpacket_pair();
+  std::pair<net::UniqueFd, net::UniqueFd> tun = seqpacket_pair();
+  std::pair<net::UniqueFd, net::UniqueFd> channel = seqpacket_pair();
   NoProtector protector;
-  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
-  loop.use_tun_format({.vnet_header = true, .udp_gso = true, .relay_gro = true});
-  std::thread runner([&] { loop.run(); });
-  const Framed app{tun_app.get()};
-  const sockaddr_storage relay = go_native(app, helper.get(), server);
-  const ByteVec burst = send_burst(server, relay);
+  std::unique_ptr<EngineLoop> loop;
+  std::thread runner;
+  Framed app{-1};
+  sockaddr_storage relay{};
 
-  const auto [h, packet] = app.read();
+  explicit OffloadRig(TunFormat format, const std::function<void(EngineLoop&)>& before_run = {}) {
+    EngineConfig config;
+    config.policy.quic_ports = {server.port};
+    loop = std::make_unique<EngineLoop>(config, std::move(tun.second), std::move(channel.second),
+                                        protector, 1);
+    loop->use_tun_format(format);
+    if (before_run) before_run(*loop);
+    runner = std::thread([this] { loop->run(); });
+    app = Framed{tun.first.get()};
+    relay = go_native(app, channel.first.get(), server);
+  }
+  void finish() {
+    loop->stop();
+    if (runner.joinable()) runner.join();
+  }
+  ~OffloadRig() { finish(); }
+};
+
+TEST(EngineLoop, WithOffloadsWhatARelayReadsInOneGoIsOneGsoWriteIntoTheTun) {
+  OffloadRig rig({.vnet_header = true, .udp_gso = true, .relay_gro = true});
+  const ByteVec burst = send_burst(rig.server, rig.relay);
+
+  const auto [h, packet] = rig.app.read();
   EXPECT_EQ(h.gso_type, kVirtioGsoUdpL4);
   EXPECT_EQ(h.flags, kVirtioNeedsCsum);
   EXPECT_EQ(h.gso_size, 1200);
@@ -239,34 +262,24 @@ TEST(EngineLoop, WithOffloadsWhatARelayReadsInOneGoIsOneGsoWriteIntoTheTun) {
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->src.to_string(), kServer);
   EXPECT_EQ(parsed->dst.to_string(), kApp);
-  EXPECT_EQ(parsed->src_port, server.port);
+  EXPECT_EQ(parsed->src_port, rig.server.port);
   EXPECT_EQ(parsed->dst_port, 40000);
   EXPECT_EQ(ByteVec(parsed->payload.begin(), parsed->payload.end()), burst);
-  EXPECT_TRUE(read_one(tun_app.get(), 100).empty()) << "more than one write for the burst";
-  loop.stop();
-  runner.join();
-  EXPECT_EQ(loop.counters().relay_gro_reads, 1u);
-  EXPECT_EQ(loop.counters().tun_gso_writes, 1u);
-  EXPECT_EQ(loop.counters().tun_gso_segments, 11u);
+  EXPECT_TRUE(read_one(rig.app.fd, 100).empty()) << "more than one write for the burst";
+  rig.finish();
+  EXPECT_EQ(rig.loop->counters().relay_gro_reads, 1u);
+  EXPECT_EQ(rig.loop->counters().tun_gso_writes, 1u);
+  EXPECT_EQ(rig.loop->counters().tun_gso_segments, 11u);
   // The core saw eleven datagrams, as without offloads.
-  EXPECT_EQ(loop.engine().counters().from_native.packets, 11u);
+  EXPECT_EQ(rig.loop->engine().counters().from_native.packets, 11u);
 }
 
 TEST(EngineLoop, WithoutUdpGsoTheBurstIsElevenFramedPacketsInOrder) {
-  Server server;
-  EngineConfig config;
-  config.policy.quic_ports = {server.port};
-  auto [tun_app, tun_engine] = seqpacket_pair();
-  auto [helper, channel_engine] = seqpacket_pair();
-  NoProtector protector;
-  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
-  loop.use_tun_format({.vnet_header = true, .udp_gso = false, .relay_gro = true});
-  std::thread runner([&] { loop.run(); });
-  const Framed app{tun_app.get()};
-  const ByteVec burst = send_burst(server, go_native(app, helper.get(), server));
+  OffloadRig rig({.vnet_header = true, .udp_gso = false, .relay_gro = true});
+  const ByteVec burst = send_burst(rig.server, rig.relay);
   std::size_t offset = 0;
   for (int i = 0; i < 11; ++i) {
-    const auto [h, packet] = app.read();
+    const auto [h, packet] = rig.app.read();
     EXPECT_EQ(h.gso_type, kVirtioGsoNone) << i;
     EXPECT_EQ(h.flags, 0) << i;
     auto parsed = common::parse_ip_packet(packet);
@@ -278,10 +291,9 @@ TEST(EngineLoop, WithoutUdpGsoTheBurstIsElevenFramedPacketsInOrder) {
         << "datagram " << i;
     offset += size;
   }
-  loop.stop();
-  runner.join();
-  EXPECT_EQ(loop.counters().relay_gro_reads, 1u);
-  EXPECT_EQ(loop.counters().tun_gso_writes, 0u);
+  rig.finish();
+  EXPECT_EQ(rig.loop->counters().relay_gro_reads, 1u);
+  EXPECT_EQ(rig.loop->counters().tun_gso_writes, 0u);
 }
 
 // A listening unix socket at an abstract address of its own.
@@ -298,30 +310,22 @@ net::UniqueFd control_listener() {
 }
 
 TEST(EngineLoop, WithOffloadsARunReadFromTheTunLeavesItsRelayAsOneUdpSegmentSend) {
-  Server server;
-  const int on = 1;  // the server reads a GSO send in one go, with its segment size
-  ASSERT_EQ(setsockopt(server.fd.get(), IPPROTO_UDP, UDP_GRO, &on, sizeof on), 0);
-  EngineConfig config;
-  config.policy.quic_ports = {server.port};
-  auto [tun_app, tun_engine] = seqpacket_pair();
-  auto [helper, channel_engine] = seqpacket_pair();
-  NoProtector protector;
-  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
-  loop.use_tun_format({.vnet_header = true, .udp_gso = false, .relay_gro = false,
-                       .relay_gso = true});
-  net::UniqueFd listener = control_listener();
   sockaddr_un addr{};
   socklen_t addr_len = sizeof addr;
-  getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &addr_len);
-  loop.serve_control(std::move(listener), [](const std::string&) { return std::string("{}\n"); });
-  std::thread runner([&] { loop.run(); });
-  const Framed app{tun_app.get()};
-  const sockaddr_storage relay = go_native(app, helper.get(), server);
+  OffloadRig rig({.vnet_header = true, .udp_gso = false, .relay_gro = false, .relay_gso = true},
+                 [&](EngineLoop& loop) {
+                   net::UniqueFd listener = control_listener();
+                   getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &addr_len);
+                   loop.serve_control(std::move(listener),
+                                      [](const std::string&) { return std::string("{}\n"); });
+                 });
+  const int on = 1;  // the server reads a GSO send in one go, with its segment size
+  ASSERT_EQ(setsockopt(rig.server.fd.get(), IPPROTO_UDP, UDP_GRO, &on, sizeof on), 0);
   // The server answers on the new path: the flow is confirmed native.
   const ByteVec answer = short_header(100, 0x41);
-  sendto(server.fd.get(), answer.data(), answer.size(), 0,
-         reinterpret_cast<const sockaddr*>(&relay), sizeof(sockaddr_in));
-  ASSERT_FALSE(app.read().second.empty());
+  sendto(rig.server.fd.get(), answer.data(), answer.size(), 0,
+         reinterpret_cast<const sockaddr*>(&rig.relay), sizeof(sockaddr_in));
+  ASSERT_FALSE(rig.app.read().second.empty());
 
   // Hold the loop in a control request that says nothing (it waits 200 ms for the line),
   // so that the run below is read from the TUN in one drain.
@@ -332,9 +336,9 @@ TEST(EngineLoop, WithOffloadsARunReadFromTheTunLeavesItsRelayAsOneUdpSegmentSend
   for (int i = 0; i < 11; ++i) {
     const ByteVec d = short_header(i < 10 ? 1200 : 500, static_cast<std::uint8_t>(0x40 | i));
     run.insert(run.end(), d.begin(), d.end());
-    app.send_packet(out(40000, d, server.port));
+    rig.app.send_packet(out(40000, d, rig.server.port));
   }
-  pollfd p{server.fd.get(), POLLIN, 0};
+  pollfd p{rig.server.fd.get(), POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 3000), 1);
   ByteVec got(65536);
   iovec iov{got.data(), got.size()};
@@ -344,7 +348,7 @@ TEST(EngineLoop, WithOffloadsARunReadFromTheTunLeavesItsRelayAsOneUdpSegmentSend
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
-  const ssize_t n = recvmsg(server.fd.get(), &msg, 0);
+  const ssize_t n = recvmsg(rig.server.fd.get(), &msg, 0);
   ASSERT_GT(n, 0);
   got.resize(static_cast<std::size_t>(n));
   int segment = 0;
@@ -353,11 +357,10 @@ TEST(EngineLoop, WithOffloadsARunReadFromTheTunLeavesItsRelayAsOneUdpSegmentSend
   }
   EXPECT_EQ(got, run) << "the eleven datagrams, in order, in one read";
   EXPECT_EQ(segment, 1200);
-  loop.stop();
-  runner.join();
-  EXPECT_EQ(loop.counters().relay_gso_sends, 1u);
-  EXPECT_EQ(loop.counters().relay_gso_segments, 11u);
-  EXPECT_EQ(loop.engine().counters().to_native.packets, 12u);  // with go_native's first
+  rig.finish();
+  EXPECT_EQ(rig.loop->counters().relay_gso_sends, 1u);
+  EXPECT_EQ(rig.loop->counters().relay_gso_segments, 11u);
+  EXPECT_EQ(rig.loop->engine().counters().to_native.packets, 12u);  // with go_native's first
 }
 
 TEST(EngineLoop, StopEndsTheLoop) {
