@@ -328,10 +328,11 @@ TEST(EngineLoop, WithOffloadsARunReadFromTheTunLeavesItsRelayAsOneUdpSegmentSend
   ASSERT_FALSE(rig.app.read().second.empty());
 
   // Hold the loop in a control request that says nothing (it waits 200 ms for the line),
-  // so that the run below is read from the TUN in one drain.
+  // so that the run below is read from the TUN in one drain: written 100 ms into the hold,
+  // or, where the loop is too slow to take the request by then, before it wakes for both.
   net::UniqueFd idle(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   ASSERT_EQ(connect(idle.get(), reinterpret_cast<sockaddr*>(&addr), addr_len), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ByteVec run;
   for (int i = 0; i < 11; ++i) {
     const ByteVec d = short_header(i < 10 ? 1200 : 500, static_cast<std::uint8_t>(0x40 | i));
