@@ -1,6 +1,7 @@
 """Lab tests of censord (lab/censor/): the default censor blocks native QUIC and TCP fetches
 of blocked.test and lets open.test through; it forges DNS answers; the GFW-faithful mode
-misses Chromium's two-datagram ClientHello; the strict modes block what they say. Proofs
+misses Chromium's two-datagram ClientHello; the strict modes block what they say;
+--block-wireguard breaks a new WireGuard session on the lab's channel and nothing else. Proofs
 come from the clients' results and packet captures; the decision log says which rule fired.
 
 Root, the shared lab namespaces (waits while another test or engineer uses them), ~2 min."""
@@ -11,7 +12,7 @@ import subprocess
 import time
 import unittest
 
-from qs_support import artifacts
+from qs_support import artifacts, tun_engine
 from tests.censor.censor_helpers import (Procs, WORK, censor_lab, chromium_fetch, curl_fetch, dig,
                             gtlsclient_fetch, lab_helpers, make_site, wait_lab_idle, wait_listening)
 
@@ -177,6 +178,63 @@ class CensorLab(artifacts.KeepOnFailure, unittest.TestCase):
         arrived = self.packets(srv_cap, srv_path)
         self.assertEqual(arrived, [], "a flow whose first packet is a short header is dropped")
         self.assertEqual(len(rules_of("strict_short_header")), 1)
+
+    # --- WireGuard blocked by its fingerprint ---
+
+    def renew_channel_session(self):
+        """The lab channel's peer removed and put back as it was: its next packet starts a new
+        WireGuard handshake (a censor that came up after the session began sees one)."""
+        c = self.lab["client"]
+        ns, iface = c["netns"], c["channel"]["interface"]
+        peer = tun_engine.channel_dump(self.lab)[1]
+        pub, psk, endpoint, allowed, keep = peer[0], peer[1], peer[2], peer[3], peer[7]
+        again = ["peer", pub, "endpoint", endpoint, "allowed-ips", allowed]
+        if keep not in ("off", "0"):
+            again += ["persistent-keepalive", keep]
+        if psk != "(none)":
+            path = os.path.join(WORK, "channel.psk")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(psk + "\n")
+            again += ["preshared-key", path]
+        subprocess.run(["ip", "netns", "exec", ns, "wg", "set", iface, "peer", pub, "remove"],
+                       check=True)
+        subprocess.run(["ip", "netns", "exec", ns, "wg", "set", iface, *again], check=True)
+
+    def lookup_through_channel(self, seconds):
+        """Whether a lookup sourced from the tunnel address (the lab's rule sends it into the
+        channel) is answered within `seconds`, retried each 2 s."""
+        c = self.lab["client"]
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            res = subprocess.run(["ip", "netns", "exec", c["netns"], "dig", "+short", "+time=2",
+                                  "+tries=1", "-b", c["channel"]["v4"], "open.test",
+                                  f"@{c['resolvers'][0]}"], capture_output=True, text=True,
+                                 timeout=15)
+            # +short prints the answer's addresses — and, on a timeout, dig's complaint
+            # (";; communications error ..."), also on stdout.
+            if any(line and line[0].isdigit() for line in res.stdout.splitlines()):
+                return True
+        return False
+
+    def test_block_wireguard(self):
+        # The default censor leaves WireGuard alone: a new session comes up.
+        self.start_censor()
+        self.renew_channel_session()
+        self.assertTrue(self.lookup_through_channel(15), "the channel did not work uncensored")
+        self.assertEqual(rules_of("wireguard"), [])
+        self.assertEqual(censor_lab.stop(), 0)
+        # With --block-wireguard the new session's handshake is dropped, and with it the flow.
+        self.start_censor("--block-wireguard")
+        self.renew_channel_session()
+        self.assertFalse(self.lookup_through_channel(8), "a lookup crossed a blocked channel")
+        self.assertGreaterEqual(len(rules_of("wireguard")), 1)
+        self.assertGreaterEqual(censor_lab.fresh_stats()["wireguard_blocks"], 1)
+        ok, _ = gtlsclient_fetch(WORK, "wg-open", "open.test")
+        self.assertTrue(ok, "QUIC outside the channel is not WireGuard")
+        # The censor gone (it fails open), WireGuard's handshake retries bring it back.
+        self.assertEqual(censor_lab.stop(), 0)
+        self.assertTrue(self.lookup_through_channel(20), "the channel did not come back")
 
     # --- fail-open and clean stop ---
 
