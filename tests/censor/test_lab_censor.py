@@ -186,17 +186,7 @@ class CensorLab(artifacts.KeepOnFailure, unittest.TestCase):
         WireGuard handshake (a censor that came up after the session began sees one)."""
         c = self.lab["client"]
         ns, iface = c["netns"], c["channel"]["interface"]
-        peer = tun_engine.channel_dump(self.lab)[1]
-        pub, psk, endpoint, allowed, keep = peer[0], peer[1], peer[2], peer[3], peer[7]
-        again = ["peer", pub, "endpoint", endpoint, "allowed-ips", allowed]
-        if keep not in ("off", "0"):
-            again += ["persistent-keepalive", keep]
-        if psk != "(none)":
-            path = os.path.join(WORK, "channel.psk")
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(psk + "\n")
-            again += ["preshared-key", path]
+        pub, again = tun_engine.peer_setting(self.lab, WORK)
         subprocess.run(["ip", "netns", "exec", ns, "wg", "set", iface, "peer", pub, "remove"],
                        check=True)
         subprocess.run(["ip", "netns", "exec", ns, "wg", "set", iface, *again], check=True)
