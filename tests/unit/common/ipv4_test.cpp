@@ -179,5 +179,47 @@ TEST(Ipv4, InternetChecksumMatchesRfc1071Example) {
   EXPECT_EQ(internet_checksum(odd), static_cast<std::uint16_t>(~0x0100));
 }
 
+// The definition itself, byte pairs in network order: what the word-at-a-time sum must equal.
+std::uint16_t reference_checksum(const std::uint8_t* p, std::size_t n, std::uint32_t initial) {
+  std::uint64_t sum = initial;
+  for (std::size_t i = 0; i < n; i += 2) {
+    sum += (std::uint32_t{p[i]} << 8) | (i + 1 < n ? p[i + 1] : 0);
+  }
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<std::uint16_t>(~sum & 0xffff);
+}
+
+TEST(Ipv4, InternetChecksumEqualsTheDefinitionForEveryLengthAndAlignment) {
+  // Every length up to a jumbo-ish reply, at every start alignment, with carries forced by
+  // 0xff runs and with large partial sums: a word-order or tail-handling mistake differs.
+  std::vector<std::uint8_t> buf(70000 + 8);
+  std::uint32_t x = 12345;
+  for (auto& b : buf) {
+    x = x * 1103515245u + 12345u;
+    b = static_cast<std::uint8_t>(x >> 16);
+  }
+  for (std::size_t i = 3000; i < 3400; ++i) buf[i] = 0xff;
+  const std::uint32_t initials[] = {0, 1, 0xffff, 0x1fffe, 0xfffffff0u};
+  for (std::size_t align = 0; align < 8; ++align) {
+    for (std::size_t n = 0; n < 1600; ++n) {
+      const std::uint8_t* p = buf.data() + align + (n % 7) * 431;
+      for (std::uint32_t initial : initials) {
+        ASSERT_EQ(internet_checksum(Bytes(p, n), initial), reference_checksum(p, n, initial))
+            << "length " << n << " align " << align << " initial " << initial;
+      }
+    }
+  }
+  for (std::size_t n : {65535u, 65536u, 65537u, 70000u}) {
+    EXPECT_EQ(internet_checksum(Bytes(buf.data() + 1, n), 7), reference_checksum(buf.data() + 1, n, 7));
+  }
+  // A packet with its checksum written in verifies to 0, at an odd start too.
+  std::vector<std::uint8_t> pkt(buf.begin() + 1, buf.begin() + 1 + 1232);
+  pkt[6] = pkt[7] = 0;
+  const std::uint16_t c = internet_checksum(pkt, 0x1234);
+  pkt[6] = static_cast<std::uint8_t>(c >> 8);
+  pkt[7] = static_cast<std::uint8_t>(c);
+  EXPECT_EQ(internet_checksum(pkt, 0x1234), 0);
+}
+
 }  // namespace
 }  // namespace quicstep::common
