@@ -122,6 +122,8 @@ class Loader {
   void quic_ports(const toml::table* t, std::vector<std::uint16_t>* out);
   void prefixes(const toml::table* t, std::string_view name, std::vector<std::string>* v4,
                 std::vector<std::string>* v6);
+  void addresses(const toml::table* t, std::string_view name, std::vector<std::string>* v4,
+                 std::vector<std::string>* v6);
 
  private:
   std::string file_;
@@ -204,6 +206,33 @@ void Loader::prefixes(const toml::table* t, std::string_view name, std::vector<s
       return;
     }
     (is_v6 ? v6 : v4)->push_back(prefix);
+  }
+}
+
+void Loader::addresses(const toml::table* t, std::string_view name,
+                       std::vector<std::string>* v4, std::vector<std::string>* v6) {
+  const toml::node* node = t ? t->get(name) : nullptr;
+  if (node == nullptr) return;
+  const auto* array = node->as_array();
+  if (array == nullptr || array->size() > 256) {
+    error(node->source(), std::string(name) + " must be an array of at most 256 addresses, "
+                                              "not " + render(*node));
+    return;
+  }
+  for (const toml::node& element : *array) {
+    const auto* s = element.as_string();
+    unsigned char bytes[16];
+    char buf[INET6_ADDRSTRLEN];
+    if (s != nullptr && inet_pton(AF_INET, s->get().c_str(), bytes) == 1) {
+      v4->push_back(inet_ntop(AF_INET, bytes, buf, sizeof buf));
+    } else if (s != nullptr && inet_pton(AF_INET6, s->get().c_str(), bytes) == 1) {
+      v6->push_back(inet_ntop(AF_INET6, bytes, buf, sizeof buf));
+    } else {
+      error(element.source(), std::string(name) + ": each must be an IPv4 or IPv6 address "
+                                                  "(no name, no prefix length), not " +
+                                  render(element));
+      return;
+    }
   }
 }
 
@@ -296,7 +325,7 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
                 "routing_table", "channel_interface", "wg_config", "addressing",
                 "native_conntrack", "native_gso", "native_prefixes", "metrics_listen",
                 "destinations_file", "native_path", "routed_table", "guard_pin_dir",
-                "syscall_filter"});
+                "syscall_filter", "channel_kind", "channel_exempt"});
   l.integer(t, "queue_outbound", 0, 65535, &d->queue_outbound);
   l.integer(t, "queue_inbound", 0, 65535, &d->queue_inbound);
   if (d->queue_outbound == d->queue_inbound) {
@@ -322,6 +351,22 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
                          "without '/', ':' or spaces, not " + render(*n));
   }
   l.string(t, "wg_config", &d->wg_config);
+  std::size_t kind = static_cast<std::size_t>(d->channel_kind);
+  l.word(t, "channel_kind", {"wireguard", "interface"}, &kind);
+  d->channel_kind = static_cast<ChannelKind>(kind);
+  l.addresses(t, "channel_exempt", &d->channel_exempt_v4, &d->channel_exempt_v6);
+  if (d->channel_kind == ChannelKind::interface) {
+    if (!d->wg_config.empty()) {
+      l.error(t->get("channel_kind")->source(),
+              "channel_kind = \"interface\" routes into an interface another program brings "
+              "up; wg_config (a WireGuard channel to bring up) must then be empty");
+    }
+    if (d->channel_exempt_v4.empty() && d->channel_exempt_v6.empty()) {
+      l.error(t->get("channel_kind")->source(),
+              "channel_kind = \"interface\" needs channel_exempt: the addresses of the "
+              "tunnel's own servers, whose packets must not enter the tunnel");
+    }
+  }
   std::size_t addressing = static_cast<std::size_t>(d->addressing);
   l.word(t, "addressing", {"nat", "permissive", "stateless"}, &addressing);
   d->addressing = static_cast<Addressing>(addressing);
@@ -452,5 +497,9 @@ std::string_view to_string(Addressing a) {
 }
 
 std::string_view to_string(Route r) { return r == Route::native ? "native" : "channel"; }
+
+std::string_view to_string(ChannelKind k) {
+  return k == ChannelKind::interface ? "interface" : "wireguard";
+}
 
 }  // namespace quicstep::client::core

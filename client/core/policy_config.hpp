@@ -23,6 +23,13 @@ namespace quicstep::client::core {
 // How packets sent to the channel are addressed (docs/DESIGN.md invariant 2).
 enum class NativePathChoice : std::uint8_t { automatic, queue, routed };
 
+// What carries the channel (client/README.md, "Channel kinds").
+enum class ChannelKind : std::uint8_t {
+  wireguard,  // a WireGuard interface: brought up from wg_config, or an existing one
+  interface,  // any layer-3 tunnel interface another program brings up (a TUN of sing-box,
+              // Xray, Hysteria2, openconnect...): channel packets are routed into it
+};
+
 enum class Addressing : std::uint8_t {
   nat,         // rewritten to the tunnel address: works with an ordinary provider
   permissive,  // keep the native source address: the paper's mode, needs a provider that
@@ -45,10 +52,16 @@ struct DaemonSettings {
   std::uint32_t mark_mask = 0xff;
   // Routing table of the channel (default route via the WireGuard interface).
   std::uint32_t routing_table = 51820;
-  // The WireGuard interface of the channel (unique machine-wide with wireguard-go).
+  ChannelKind channel_kind = ChannelKind::wireguard;
+  // The channel's interface: WireGuard's (unique machine-wide with wireguard-go), or the
+  // tunnel interface of channel_kind "interface".
   std::string channel_interface = "qs-wg0";
   // wg-quick style config to bring the channel up from; empty: the interface exists.
   std::string wg_config;
+  // Addresses that never take the channel: the servers of the tunnel behind an "interface"
+  // channel (its own packets must not enter it; required there). A WireGuard channel's
+  // peer endpoints are exempt without being listed.
+  std::vector<std::string> channel_exempt_v4, channel_exempt_v6;
   Addressing addressing = Addressing::stateless;
   // Whether conntrack sees native QUIC packets. Unset (the default): yes with stateless and
   // permissive addressing, no with nat. false: native flows are `notrack` both ways (the bulk
@@ -146,5 +159,6 @@ bool tracks_native(const DaemonSettings& d);
 
 std::string_view to_string(Addressing a);
 std::string_view to_string(Route r);
+std::string_view to_string(ChannelKind k);
 
 }  // namespace quicstep::client::core

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -47,20 +48,51 @@ std::string pid_file(const std::string& ifname) { return "/run/quicstep/" + ifna
 
 common::Outcome Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
   interface_ = s.channel_interface;
-  if (!s.wg_config.empty()) {
+  kind_ = s.channel_kind;
+  exempt_v4_ = s.channel_exempt_v4;
+  exempt_v6_ = s.channel_exempt_v6;
+  if (kind_ == core::ChannelKind::wireguard && !s.wg_config.empty()) {
     if (auto up = bring_up(s); !up) {
       detach();
       return up;
     }
   }
   if (!net::run_process({"ip", "link", "show", "dev", interface_}).ok()) {
-    return common::Failure("channel interface " + interface_ +
-                           " does not exist (set daemon.wg_config to "
-                           "bring it up)");
+    return common::Failure(
+        "channel interface " + interface_ + " does not exist (" +
+        (kind_ == core::ChannelKind::interface
+             ? "channel_kind = \"interface\": start the tunnel program that brings it up "
+               "first"
+             : "set daemon.wg_config to bring it up") +
+        ")");
   }
-  if (auto why = read_facts(spec); !why) return why;
+  if (kind_ == core::ChannelKind::interface) {
+    if (auto routed = add_routes(s); !routed) return routed;
+  }
+  if (auto why = read_facts(spec); !why) {
+    detach();
+    return why;
+  }
   rp_filter_saved_ = trim(read_file(rp_filter_path(interface_)));
   if (rp_filter_saved_ == "1") std::ofstream(rp_filter_path(interface_)) << "2\n";
+  return {};
+}
+
+common::Outcome Channel::add_routes(const DaemonSettings& s) {
+  routing_table_ = s.routing_table;
+  std::string why;
+  int added = 0;
+  for (const char* fam : {"-4", "-6"}) {
+    const std::vector<std::string> cmd{"ip", fam, "route", "replace", "default", "dev",
+                                       interface_, "table", std::to_string(routing_table_)};
+    if (auto r = net::run_process(cmd); r.ok()) {
+      ++added;
+    } else if (why.empty()) {
+      why = net::describe(cmd, r);
+    }
+  }
+  if (added == 0) return common::Failure(why);
+  routes_added_ = true;
   return {};
 }
 
@@ -69,7 +101,11 @@ common::Outcome Channel::read_facts(RulesetSpec* spec) const {
   spec->exempt_v6.clear();
   spec->tunnel_v4.clear();
   spec->tunnel_v6.clear();
-  auto eps = net::run_process({"wg", "show", interface_, "endpoints"});
+  // A WireGuard channel's peer endpoints; an interface channel's tunnel servers are only
+  // known from channel_exempt (added below, to both kinds).
+  const auto eps = kind_ == core::ChannelKind::wireguard
+                       ? net::run_process({"wg", "show", interface_, "endpoints"})
+                       : net::ProcessResult{};
   std::istringstream lines(eps.output);
   for (std::string line; std::getline(lines, line);) {
     // "<peer key>\t<addr>:<port>" or "[v6]:port" or "(none)"
@@ -80,6 +116,12 @@ common::Outcome Channel::read_facts(RulesetSpec* spec) const {
       spec->exempt_v6.push_back(ep.substr(1, ep.find(']') - 1));
     } else if (auto colon = ep.rfind(':'); colon != std::string::npos) {
       spec->exempt_v4.push_back(ep.substr(0, colon));
+    }
+  }
+  for (auto [from, to] : {std::pair{&exempt_v4_, &spec->exempt_v4},
+                          std::pair{&exempt_v6_, &spec->exempt_v6}}) {
+    for (const auto& a : *from) {
+      if (std::find(to->begin(), to->end(), a) == to->end()) to->push_back(a);
     }
   }
   // The tunnel addresses (stateless addressing writes them itself): the first global one
@@ -185,7 +227,7 @@ common::Outcome Channel::bring_up(const DaemonSettings& s) {
 }
 
 common::Outcome Channel::restore_routes() {
-  if (!created_) return {};
+  if (!owns_routes()) return {};
   for (const auto& a : addresses_) {
     net::run_process({"ip", "address", "replace", a, "dev", interface_});  // kept if still there
   }
@@ -204,6 +246,13 @@ void Channel::detach() {
     std::ofstream(rp_filter_path(interface_)) << rp_filter_saved_ << "\n";
     rp_filter_saved_.clear();
   }
+  if (routes_added_) {
+    routes_added_ = false;
+    for (const char* fam : {"-4", "-6"}) {
+      net::run_process({"ip", fam, "route", "del", "default", "dev", interface_, "table",
+                        std::to_string(routing_table_)});
+    }
+  }
   if (!created_) return;
   created_ = false;
   net::run_process({"ip", "link", "del", interface_});
@@ -216,6 +265,14 @@ void Channel::detach() {
 }
 
 void Channel::cleanup(const DaemonSettings& s) {
+  if (s.channel_kind == core::ChannelKind::interface) {
+    // The device is the tunnel program's; only the default routes through it were ours.
+    for (const char* fam : {"-4", "-6"}) {
+      net::run_process({"ip", fam, "route", "del", "default", "dev", s.channel_interface,
+                        "table", std::to_string(s.routing_table)});
+    }
+    return;
+  }
   if (s.wg_config.empty()) return;  // not ours
   net::run_process({"ip", "link", "del", s.channel_interface});
   const std::string pf = pid_file(s.channel_interface);

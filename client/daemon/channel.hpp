@@ -1,8 +1,15 @@
-// Channel: the handshake channel's WireGuard interface. Either an existing interface (the
-// lab's qsw-client; wg_config empty) or one brought up from a wg-quick style config with
-// wireguard-go + `wg setconf` (the kernel here has no WireGuard), with its addresses and a
-// default route in the channel's routing table. RAII: what attach() created, the
-// destructor removes; cleanup() removes it after a crash (by the pid file in /run/quicstep).
+// Channel: the handshake channel's interface, of one of two kinds (DaemonSettings::
+// channel_kind):
+//   wireguard  an existing WireGuard interface (the lab's qsw-client; wg_config empty) or one
+//              brought up from a wg-quick style config with wireguard-go + `wg setconf` (the
+//              kernel here has no WireGuard), with its addresses and a default route in the
+//              channel's routing table; its peers' endpoints are exempt;
+//   interface  any layer-3 tunnel interface another program brings up (sing-box, Xray,
+//              Hysteria2, openconnect...): the daemon adds only the default routes through it
+//              in the channel's routing table; channel_exempt (the tunnel's servers) is
+//              exempt.
+// RAII: what attach() created, the destructor removes; cleanup() removes it after a crash
+// (by the pid file in /run/quicstep; an interface channel's routes from its table).
 // Also: loosens the IPv4 reverse-path filter of the interface (strict rp_filter would drop
 // de-NATed replies, whose source routes natively) and restores it.
 #pragma once
@@ -40,7 +47,7 @@ class Channel {
   // dropped its routes (and IPv6 addresses). Whether the daemon created it (then the routing
   // table's default routes and the config's addresses are the daemon's), and their restore.
   // Failure: the failing command.
-  bool owns_routes() const { return created_; }
+  bool owns_routes() const { return created_ || routes_added_; }
   std::uint32_t routing_table() const { return routing_table_; }
   common::Outcome restore_routes();
 
@@ -48,11 +55,16 @@ class Channel {
 
  private:
   common::Outcome bring_up(const core::DaemonSettings& settings);
+  // An interface channel: its default routes in the channel's table (at least one family).
+  common::Outcome add_routes(const core::DaemonSettings& settings);
   // The peers' endpoints (exempt lists) and the tunnel addresses of the interface.
   common::Outcome read_facts(kernel::RulesetSpec* spec) const;
 
   std::string interface_;
-  bool created_ = false;
+  core::ChannelKind kind_ = core::ChannelKind::wireguard;
+  std::vector<std::string> exempt_v4_, exempt_v6_;  // channel_exempt
+  bool created_ = false;       // the WireGuard device is ours
+  bool routes_added_ = false;  // an interface channel's default routes are ours
   pid_t wg_pid_ = -1;
   std::string rp_filter_saved_;
   std::vector<std::string> addresses_;  // the config's Address entries (created only)

@@ -21,6 +21,7 @@
 #include "client/core/classifier.hpp"
 #include "client/daemon/channel.hpp"
 #include "client/daemon/channel_health.hpp"
+#include "client/daemon/device_counters.hpp"
 #include "client/daemon/control_server.hpp"
 #include "client/daemon/healer.hpp"
 #include "client/daemon/native_path.hpp"
@@ -68,6 +69,11 @@ ConfigLoad load_daemon_config(const DaemonOptions& options) {
   core::DaemonSettings& d = load.config.daemon;
   if (!options.channel_interface.empty()) d.channel_interface = options.channel_interface;
   if (!options.wg_config.empty()) d.wg_config = options.wg_config;
+  if (load.ok() && d.channel_kind == core::ChannelKind::interface && !options.wg_config.empty()) {
+    load.errors.push_back({options.config_path, 0, 0,
+                           "--wg-config brings up a WireGuard channel, but channel_kind = "
+                           "\"interface\" routes into an interface another program brings up"});
+  }
   return load;
 }
 
@@ -549,6 +555,7 @@ bool Daemon::Impl::native_source_changed(const NativeSources& sources) {
 // wireguard-go keeps the source it last received on for each peer: after an address change
 // its sockets are opened again (rebind_wireguard), else the channel stays silent.
 void Daemon::Impl::rebind_channel() {
+  if (config.daemon.channel_kind != core::ChannelKind::wireguard) return;  // not ours to know
   const std::string& ifname = config.daemon.channel_interface;
   auto done = rebind_wireguard(ifname);
   if (!done) {
@@ -569,7 +576,7 @@ void Daemon::Impl::notify_status() {
     text = "kernel state missing, failed closed (quicstepctl status: healing)";
   } else if (channel_health.state() == ChannelHealth::unanswered) {
     text = "channel " + config.daemon.channel_interface +
-           " unanswered (WireGuard sends, nothing comes back): DNS, TCP and QUIC handshakes "
+           " unanswered (it sends, nothing comes back): DNS, TCP and QUIC handshakes "
            "fail until it answers";
   }
   if (text != notified_status) {
@@ -587,12 +594,14 @@ void Daemon::Impl::arm_health_timer() {
   });
 }
 
-// One reading of the channel's WireGuard state; a change of health is logged.
+// One reading of the channel's state — WireGuard's peers, or an interface channel's device
+// counters (device_counters.hpp); a change of health is logged.
 void Daemon::Impl::judge_channel() {
   const std::string& ifname = config.daemon.channel_interface;
+  const bool wireguard = config.daemon.channel_kind == core::ChannelKind::wireguard;
   std::optional<WireGuardReading> reading;
   if (channel_up) {
-    auto read = read_wireguard(ifname);
+    auto read = wireguard ? read_wireguard(ifname) : read_device_counters(ifname);
     const std::string error = read ? std::string() : read.error().message;
     if (error != health_read_error) {
       if (!error.empty()) spdlog::warn("channel health: cannot read {}: {}", ifname, error);
@@ -608,11 +617,13 @@ void Daemon::Impl::judge_channel() {
       channel_health.update(net::monotonic_now(), unix_now, channel_up, reading);
   if (now == before) return;
   if (now == ChannelHealth::unanswered) {
-    spdlog::warn("channel {} unanswered: WireGuard has sent for {} s and received nothing "
-                 "(the provider is gone, or WireGuard is blocked); DNS, TCP and QUIC "
-                 "handshakes fail until it answers",
-                 ifname, std::chrono::duration_cast<std::chrono::seconds>(
-                             ChannelHealthOptions{}.unanswered_after).count());
+    spdlog::warn("channel {} unanswered: {} has sent for {} s and received nothing ({}); DNS, "
+                 "TCP and QUIC handshakes fail until it answers",
+                 ifname, wireguard ? "WireGuard" : "the tunnel",
+                 std::chrono::duration_cast<std::chrono::seconds>(
+                             ChannelHealthOptions{}.unanswered_after).count(),
+                 wireguard ? "the provider is gone, or WireGuard is blocked"
+                           : "its program stopped forwarding, or its server is gone or blocked");
   } else if (before == ChannelHealth::unanswered && now == ChannelHealth::working) {
     spdlog::warn("channel {} answers again", ifname);
   } else {
@@ -659,9 +670,13 @@ void Daemon::Impl::reload() {
   if (load.config.daemon.queue_outbound != config.daemon.queue_outbound ||
       load.config.daemon.queue_inbound != config.daemon.queue_inbound ||
       load.config.daemon.channel_interface != config.daemon.channel_interface ||
+      load.config.daemon.channel_kind != config.daemon.channel_kind ||
+      load.config.daemon.channel_exempt_v4 != config.daemon.channel_exempt_v4 ||
+      load.config.daemon.channel_exempt_v6 != config.daemon.channel_exempt_v6 ||
       load.config.daemon.routing_table != config.daemon.routing_table ||
       other_path || path->reload_needs_restart(routing_spec, new_routing)) {
-    spdlog::error("reload refused: queues, channel, routing tables, the native path and (routed) "
+    spdlog::error("reload refused: queues, channel (kind, interface, exempt servers), routing "
+                  "tables, the native path and (routed) "
                   "its ports, DNS/TCP policy and native prefixes need a restart");
     return;
   }
@@ -719,6 +734,7 @@ nlohmann::json Daemon::Impl::status() {
   nlohmann::json j = status_json(s);
   j["native_path"] = path->name();
   if (!routed_unavailable.empty()) j["routed_unavailable"] = routed_unavailable;
+  j["channel"]["kind"] = std::string(to_string(config.daemon.channel_kind));
   j["channel"]["up"] = channel_up;
   j["channel"]["downs"] = channel_downs;
   j["channel"]["down_for_s"] =
@@ -736,7 +752,11 @@ nlohmann::json Daemon::Impl::status() {
       rx += peer.rx_bytes;
       tx += peer.tx_bytes;
     }
-    j["channel"]["wireguard"] = {{"peers", r->peers.size()}, {"rx_bytes", rx}, {"tx_bytes", tx}};
+    if (config.daemon.channel_kind == core::ChannelKind::wireguard) {
+      j["channel"]["wireguard"] = {{"peers", r->peers.size()}, {"rx_bytes", rx}, {"tx_bytes", tx}};
+    } else {
+      j["channel"]["device"] = {{"rx_bytes", rx}, {"tx_bytes", tx}};
+    }
   }
   j["healing"] = healer.status_json();
   j["syscall_filter"] = syscall_filter;

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       "-c,--config", options.config_path,
       "TOML config file (default /etc/quicstep/quicstepd.toml, or the defaults where it is absent)");
   app.add_option("--channel-interface", options.channel_interface,
-                 "the channel's WireGuard interface, instead of [daemon] channel_interface");
+                 "the channel's interface, instead of [daemon] channel_interface");
   app.add_option("--wg-config", options.wg_config,
                  "wg-quick config to bring the channel up from, instead of [daemon] wg_config");
   app.add_flag("--cleanup", cleanup, "remove rules, routes and channel left by a crash, exit");

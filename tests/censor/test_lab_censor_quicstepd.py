@@ -138,6 +138,92 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         outcome, rules, _ = self.strict_run("--strict-all-quic")
         self.assertIn("strict_all_quic", rules)
 
+    def start_forwarded_tunnel(self):
+        """lab/tunnel_forwarder.py as "another program's tunnel": a TUN qs-tun0 on the client
+        with its own tunnel addresses (.9 in the channel's subnets), forwarded over UDP 40001
+        to a TUN qs-ptun0 at the provider, which routes those addresses back into it. Returns
+        (interface, its server's address)."""
+        c, prov = self.lab["client"], self.lab["provider"]
+        server = c["channel"]["endpoint"].rsplit(":", 1)[0]
+        tun_v4 = c["channel"]["v4"].rsplit(".", 1)[0] + ".9"
+        tun_v6 = c["channel"]["v6"].rsplit(":", 1)[0] + ":9"
+        forwarder = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "lab", "tunnel_forwarder.py")
+        far = self.procs.start(prov["netns"], ["python3", forwarder, "--tun", "qs-ptun0",
+                                               "--listen", "40001"],
+                               os.path.join(WORKDIR, "forwarder-provider.log"))
+        near = self.procs.start(self.client_ns, ["python3", forwarder, "--tun", "qs-tun0",
+                                                 "--connect", f"{server}:40001"],
+                                os.path.join(WORKDIR, "forwarder-client.log"))
+        self.addCleanup(self.procs.stop, near)
+        self.addCleanup(self.procs.stop, far)
+
+        def run(ns, *cmd):
+            subprocess.run(["ip", "netns", "exec", ns, *cmd], check=True, timeout=10)
+
+        for ns, dev in ((prov["netns"], "qs-ptun0"), (self.client_ns, "qs-tun0")):
+            deadline = time.time() + 10
+            while subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "show", dev],
+                                 capture_output=True).returncode != 0:
+                self.assertLess(time.time(), deadline, f"the forwarder did not create {dev}")
+                time.sleep(0.05)
+        run(self.client_ns, "sysctl", "-qw", "net.ipv6.conf.qs-tun0.router_solicitations=0")
+        run(self.client_ns, "ip", "addr", "add", f"{tun_v4}/32", "dev", "qs-tun0")
+        run(self.client_ns, "ip", "-6", "addr", "add", f"{tun_v6}/128", "dev", "qs-tun0", "nodad")
+        run(self.client_ns, "ip", "link", "set", "qs-tun0", "up")
+        run(prov["netns"], "ip", "link", "set", "qs-ptun0", "up")
+        run(prov["netns"], "ip", "route", "add", f"{tun_v4}/32", "dev", "qs-ptun0")
+        run(prov["netns"], "ip", "-6", "route", "add", f"{tun_v6}/128", "dev", "qs-ptun0")
+        return "qs-tun0", server
+
+    def test_4_wireguard_blocked_interface_channel(self):
+        """The censor blocks WireGuard by its handshake fingerprint; the channel is another
+        program's tunnel interface (channel_kind = "interface", lab/tunnel_forwarder.py's TUN),
+        which the censor does not recognise: the fetches of blocked.test complete, the censor
+        never sees the name, the data goes native, and quicstepd judges the tunnel working
+        from its device counters."""
+        censor_lab.start(["--block-wireguard"])
+        ifname, server = self.start_forwarded_tunnel()
+        config = qsd.write_config(
+            os.path.join(WORKDIR, "interface.toml"), ifname,
+            extra=f'channel_kind = "interface"\nchannel_exempt = ["{server}"]\n'
+                  f'routing_table = 51822\n')
+        p = self.procs.start(self.client_ns, [qsd.QSD, "--config", config, "--control", self.sock],
+                             os.path.join(WORKDIR, f"quicstepd-interface-{time.time():.3f}.log"))
+        self.addCleanup(self.procs.stop, p)
+        qsd.wait_daemon(self.client_ns, self.sock, p)
+        results = []
+        for i in range(FETCHES):
+            ok, secs = gtlsclient_fetch(WORKDIR, f"if-gtls-{i}", "blocked.test", timeout=15)
+            results.append(("gtlsclient", ok, secs))
+        for i in range(CHROME_FETCHES):
+            ok, secs, _ = chromium_fetch(WORKDIR, f"if-chrome-{i}", "https://blocked.test/",
+                                         self.spki, ["--enable-quic",
+                                                     "--origin-to-force-quic-on=blocked.test:443"],
+                                         timeout=20)
+            results.append(("chromium", ok, secs))
+        ok, secs = gtlsclient_fetch(WORKDIR, "if-big", "blocked.test", timeout=60,
+                                    resource="big.bin", size=BIG_SIZE)
+        results.append(("gtlsclient-big", ok, secs))
+        time.sleep(1.2)  # one more health reading after the last answers
+        st = self.daemon_status()
+        stats = censor_lab.fresh_stats()
+        fired = sorted({d["rule"] for d in self.blocks()})
+        for client in ("gtlsclient", "chromium", "gtlsclient-big"):
+            rs = [r for r in results if r[0] == client]
+            print(f"\n[interface channel, WireGuard blocked] {client}: "
+                  f"{sum(1 for r in rs if r[1])}/{len(rs)} fetches of blocked.test succeeded")
+        print(f"[interface channel] channel {st['channel']}; paths {st['paths']}; censor rules "
+              f"fired {fired}; wireguard_blocks {stats.get('wireguard_blocks')}")
+        self.assertEqual([r for r in results if not r[1]], [], "every fetch must succeed")
+        self.assertEqual([r for r in fired if r != "wireguard"], [],
+                         "the censor saw a blocked name")
+        self.assertEqual(st["channel"]["kind"], "interface")
+        self.assertEqual(st["channel"]["health"], "working")
+        self.assertGreater(st["channel"]["device"]["rx_bytes"], 0)
+        native = st["paths"]["native"]
+        self.assertGreater(native["bytes"] + native["in_bytes"], BIG_SIZE, "the bulk went native")
+
 
 if __name__ == "__main__":
     unittest.main()

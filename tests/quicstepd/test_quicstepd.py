@@ -959,6 +959,60 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
                   f"{share:.4f} {why}")
             self.assertGreaterEqual(share, 0.95)
 
+    def test_16_interface_channel(self):
+        """channel_kind = "interface": the lab's channel device taken as any tunnel interface
+        that another program brought up — quicstepd reads no WireGuard state and no peer
+        endpoints: it adds default routes through the device in its own table (51822 here;
+        the lab's 51820 stays untouched), exempts channel_exempt, and judges health from the
+        device's byte counters. A fetch's handshake reaches the provider through it, its data
+        goes native, nothing leaks; at exit the routes are gone and the device stays."""
+        def routes(table):
+            return [line for fam in ("-4", "-6") for line in lab_helpers.in_host(
+                self.lab, "client", "ip", fam, "route", "show", "table", str(table),
+                check=False).stdout.splitlines()]
+
+        endpoint = self.lab["client"]["channel"]["endpoint"].rsplit(":", 1)[0]
+        config = h.write_config(os.path.join(self.work, "interface.toml"), self.channel_if,
+                                extra=f'channel_kind = "interface"\n'
+                                      f'channel_exempt = ["{endpoint}"]\nrouting_table = 51822\n')
+        lab_routes = routes(51820)
+        self.assertEqual(routes(51822), [], "table 51822 is not empty before the test")
+        cn, native, cp, channel = self.captures("interface")
+        d = self.start_daemon(config)
+        ours = routes(51822)
+        self.assertEqual(sorted(r.split()[:3] for r in ours),
+                         [["default", "dev", self.channel_if]] * 2, ours)
+        took = self.fetch(self.srv_v4, "interface")
+        lab_helpers.in_host(self.lab, "client", "dig", "+short", "+tries=1", "+time=3",
+                            "open.test", check=False)
+        time.sleep(1.2)  # one more health reading after the fetch's answers
+        st = self.status()
+        self.stop_captures(cn, cp)
+        self.assert_clean_exit(d)
+        ch = st["channel"]
+        print(f"\n[interface channel] fetch {took:.2f}s; channel {ch}")
+        self.assertEqual(ch["kind"], "interface")
+        self.assertNotIn("wireguard", ch)
+        self.assertGreater(ch["device"]["tx_bytes"], 0)
+        self.assertGreater(ch["device"]["rx_bytes"], 0)
+        self.assertEqual(ch["health"], "working")
+        self.assertIsNone(ch["handshake_age_s"])
+        self.assertEqual(routes(51822), [], "the interface channel's routes outlived its exit")
+        self.assertEqual(routes(51820), lab_routes, "the lab's channel table was touched")
+        self.assertEqual(lab_helpers.in_host(self.lab, "client", "ip", "link", "show",
+                                             self.channel_if, check=False).returncode, 0,
+                         "the tunnel's device is not quicstepd's to delete")
+        npk, cpk = self.read_captures(native, channel)
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
+        initials = [p for p in cpk if p.get("dst") == self.srv_v4 and any(
+            q.get("type") == "initial" for q in p.get("quic", []))]
+        print(f"[interface channel] native share {share:.4f} ({nat_b} native / {ch_b} "
+              f"channel bytes), {len(initials)} Initials at the provider")
+        self.assertTrue(initials and all(p["src"] in self.tunnel_addrs for p in initials),
+                        "the handshake did not reach the provider through the interface")
+        self.assertTrue(any(p.get("dns") for p in cpk), "the DNS lookup did not use the channel")
+        self.assertGreaterEqual(share, 0.95)
+
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,
         with a new tunnel address (the provider now accepts only that one): the daemon

@@ -279,5 +279,40 @@ TEST(PolicyConfigRouted, ExplicitRoutedNeedsStatelessAddressing) {
   EXPECT_NE(one_error("[daemon]\nrouted_table = 51820\n").find("must differ"), std::string::npos);
 }
 
+TEST(PolicyConfigChannelKind, WireGuardIsTheDefault) {
+  const ConfigLoad load = parse_config("", "q.toml");
+  EXPECT_EQ(load.config.daemon.channel_kind, ChannelKind::wireguard);
+  EXPECT_TRUE(load.config.daemon.channel_exempt_v4.empty());
+}
+
+TEST(PolicyConfigChannelKind, InterfaceReadsItsTunnelServers) {
+  const ConfigLoad load = parse_config(
+      "[daemon]\nchannel_kind = \"interface\"\nchannel_interface = \"tun0\"\n"
+      "channel_exempt = [\"203.0.113.7\", \"2001:DB8:0::7\"]\n",
+      "q.toml");
+  ASSERT_TRUE(load.ok()) << load.errors[0].to_string();
+  EXPECT_EQ(load.config.daemon.channel_kind, ChannelKind::interface);
+  EXPECT_EQ(load.config.daemon.channel_exempt_v4, (std::vector<std::string>{"203.0.113.7"}));
+  EXPECT_EQ(load.config.daemon.channel_exempt_v6, (std::vector<std::string>{"2001:db8::7"}));
+}
+
+TEST(PolicyConfigChannelKind, InterfaceNeedsExemptServersAndNoWgConfig) {
+  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"interface\"\n")
+                .find("q.toml:2:16: channel_kind = \"interface\" needs channel_exempt"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"interface\"\nwg_config = \"/etc/wg.conf\"\n"
+                      "channel_exempt = [\"198.51.100.1\"]\n")
+                .find("wg_config (a WireGuard channel to bring up) must then be empty"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"tproxy\"\n").find("channel_kind must be one of"),
+            std::string::npos) << one_error("[daemon]\nchannel_kind = \"tproxy\"\n");
+  for (const char* bad : {"\"proxy.example\"", "\"10.0.0.0/8\"", "\"1.2.3\"", "7"}) {
+    const std::string text = std::string("[daemon]\nchannel_exempt = [") + bad + "]\n";
+    EXPECT_NE(one_error(text).find("q.toml:2:19: channel_exempt: each must be an IPv4 or IPv6 "
+                                   "address"),
+              std::string::npos) << bad << ": " << one_error(text);
+  }
+}
+
 }  // namespace
 }  // namespace quicstep::client::core
