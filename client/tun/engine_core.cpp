@@ -117,7 +117,7 @@ void EngineCore::from_relay(RelayId id, common::Bytes udp_payload, Timestamp now
     ++counters_.relay_unknown;
     return;
   }
-  const std::size_t n = write_reply_packet(relays_.flow(id), udp_payload, *reply_);
+  const std::size_t n = write_reply_packet(relays_.flow(id), udp_payload, *reply_, reply_checksum_);
   if (n == 0) {
     ++counters_.reply_too_large;
     return;

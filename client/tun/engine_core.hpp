@@ -124,6 +124,11 @@ class EngineCore {
   // opened again is closed; its flow's next packet tries anew or goes to the channel.
   void network_changed(Timestamp now);
 
+  // How reply packets carry their UDP checksum (reply_packet.hpp): complete (the default),
+  // or partial where the frontend writes them into the TUN behind a virtio header that
+  // tells the kernel so (EngineLoop with UDP GSO).
+  void set_reply_checksum(ReplyChecksum checksum) { reply_checksum_ = checksum; }
+
   const core::Classifier& classifier() const { return *classifier_; }
   core::Classifier& classifier() { return *classifier_; }
   const RelayTable& relays() const { return relays_; }
@@ -146,6 +151,7 @@ class EngineCore {
   EngineCounters counters_;
   std::array<core::FlowEvent, 64> events_{};
   std::unique_ptr<std::array<std::uint8_t, kMaxReplyPacket>> reply_;
+  ReplyChecksum reply_checksum_ = ReplyChecksum::complete;
 };
 
 }  // namespace quicstep::client::tun

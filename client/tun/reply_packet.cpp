@@ -33,13 +33,20 @@ std::uint32_t pseudo_header_sum(const common::IpAddress& src, const common::IpAd
   return sum;
 }
 
-// The UDP header at `udp` (its payload already after it), checksum included.
-void write_udp(const common::FlowKey& flow, std::uint8_t* udp, std::size_t udp_length) {
+// The UDP header at `udp` (its payload already after it), checksum included (or its partial
+// form: the pseudo-header sum, folded).
+void write_udp(const common::FlowKey& flow, std::uint8_t* udp, std::size_t udp_length,
+               ReplyChecksum checksum) {
   put16(udp, flow.server_port);
   put16(udp + 2, flow.client_port);
   put16(udp + 4, udp_length <= 0xffff ? udp_length : 0);  // IPv6 jumbograms aside
   put16(udp + 6, 0);
   const std::uint32_t initial = pseudo_header_sum(flow.server, flow.client, udp_length);
+  if (checksum == ReplyChecksum::partial) {
+    // internet_checksum of nothing is the complemented fold of `initial`.
+    put16(udp + 6, static_cast<std::uint16_t>(~common::internet_checksum({}, initial)));
+    return;
+  }
   std::uint16_t sum = common::internet_checksum(common::Bytes(udp, udp_length), initial);
   if (sum == 0) sum = 0xffff;  // 0 means "no checksum" (IPv4) or is forbidden (IPv6)
   put16(udp + 6, sum);
@@ -48,7 +55,7 @@ void write_udp(const common::FlowKey& flow, std::uint8_t* udp, std::size_t udp_l
 }  // namespace
 
 std::size_t write_reply_packet(const common::FlowKey& flow, common::Bytes payload,
-                               std::span<std::uint8_t> out) {
+                               std::span<std::uint8_t> out, ReplyChecksum checksum) {
   const bool v4 = flow.client.family == common::IpFamily::v4;
   if (flow.server.family != flow.client.family) return 0;
   const std::size_t headers = v4 ? kIpv4UdpHeaders : kIpv6UdpHeaders;
@@ -80,7 +87,7 @@ std::size_t write_reply_packet(const common::FlowKey& flow, common::Bytes payloa
     std::memcpy(p + 8, flow.server.bytes.data(), 16);
     std::memcpy(p + 24, flow.client.bytes.data(), 16);
   }
-  write_udp(flow, udp, udp_length);
+  write_udp(flow, udp, udp_length, checksum);
   return total;
 }
 

@@ -121,21 +121,21 @@ bool UdpGsoBatch::add(common::Bytes packet) {
 std::span<const std::uint8_t> UdpGsoBatch::write_form() {
   VirtioNetHdr hdr;
   std::uint8_t* ip = buffer_.data() + kVirtioNetHdrLength;
-  if (segments_ > 1 && !finished_) {
-    set_lengths(ip, headers_, length_ - headers_);
+  if (!finished_) {
+    if (segments_ > 1) set_lengths(ip, headers_, length_ - headers_);
     // CHECKSUM_PARTIAL: the kernel completes (or, delivering locally, trusts) each
     // segment's checksum from the pseudo-header sum left in the field.
     const std::size_t udp_length = length_ - headers_ + kUdpHeader;
     put16(ip + headers_ - kUdpHeader + 6, fold(pseudo_header_sum(ip, headers_, udp_length)));
     finished_ = true;
   }
+  hdr.flags = kVirtioNeedsCsum;
+  hdr.csum_start = static_cast<std::uint16_t>(headers_ - kUdpHeader);
+  hdr.csum_offset = 6;
   if (segments_ > 1) {
-    hdr.flags = kVirtioNeedsCsum;
     hdr.gso_type = kVirtioGsoUdpL4;
     hdr.hdr_len = static_cast<std::uint16_t>(headers_);
     hdr.gso_size = static_cast<std::uint16_t>(segment_size_);
-    hdr.csum_start = static_cast<std::uint16_t>(headers_ - kUdpHeader);
-    hdr.csum_offset = 6;
   }
   std::memcpy(buffer_.data(), &hdr, sizeof hdr);
   return {buffer_.data(), kVirtioNetHdrLength + length_};

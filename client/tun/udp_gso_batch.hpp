@@ -13,12 +13,12 @@
 //     identification and flags; no IPv4
 //     options or fragments, no IPv6 extension headers; every segment but the last exactly
 //     the first's payload size, the last no larger; at most kMaxSegments; lengths in range;
-//   - a batch of one is written as it was given (a zero virtio header: the packet's own,
-//     complete checksum);
-//   - a super-packet carries the partial checksum the kernel expects (CHECKSUM_PARTIAL: the
+//   - every write carries the partial checksum the kernel expects (CHECKSUM_PARTIAL: the
 //     folded pseudo-header sum over the whole UDP length, csum_start at the UDP header,
-//     csum_offset 6) and correct IPv4 total length and header checksum, or IPv6 payload
-//     length;
+//     csum_offset 6, VIRTIO_NET_HDR_F_NEEDS_CSUM), whatever checksum the packets were added
+//     with (complete, or ReplyChecksum::partial's): a batch of one is the packet with that
+//     field and header; a super-packet also has correct IPv4 total length and header
+//     checksum, or IPv6 payload length;
 //   - segment(i) rebuilds datagram i as the complete packet it was (for a kernel that
 //     refuses GSO: the batch is then written packet by packet, nothing lost).
 // Sans-IO: no syscalls, no allocation after construction.
@@ -70,7 +70,7 @@ class UdpGsoBatch {
   std::size_t segments() const { return segments_; }
 
   // The batch as one TUN write: the virtio header followed by the packet (a batch of one)
-  // or the super-packet. Valid until the next add() or clear(). Precondition: !empty().
+  // or the super-packet, with the partial checksum. Valid until the next add() or clear(). Precondition: !empty().
   std::span<const std::uint8_t> write_form();
 
   // Datagram `i` (< segments()) as the complete packet it was added as, with a full UDP

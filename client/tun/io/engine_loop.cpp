@@ -461,6 +461,7 @@ void EngineLoop::flush_tun() {
     ++counters_.tun_gso_refused;
     counters_.last_error = errno_text("write tun (UDP GSO)");
     format_.udp_gso = batching_ = false;
+    engine_->set_reply_checksum(ReplyChecksum::complete);  // later replies: plain writes
     for (std::size_t i = 0; i < segments; ++i) {
       const std::size_t len = batch_.segment(i, segment_buffer_);
       if (len == 0 || ::write(tun_.get(), segment_buffer_.data(), len) < 0) {

@@ -90,9 +90,13 @@ class EngineLoop final : public EngineIo {
   void network_changed();
   // How the TUN frames packets (default: one bare IP packet per read and write). Before
   // run(); relays opened after it follow the relay_gro setting.
+  // With UDP GSO every reply is written behind a virtio header carrying its partial
+  // checksum (udp_gso_batch.hpp), so the engine leaves the payload's sum to the kernel.
   void use_tun_format(TunFormat format) {
     format_ = format;
     format_.udp_gso = format.udp_gso && format.vnet_header;
+    engine_->set_reply_checksum(format_.udp_gso ? ReplyChecksum::partial
+                                                : ReplyChecksum::complete);
   }
   const TunFormat& tun_format() const { return format_; }
 

@@ -100,6 +100,31 @@ TEST(ReplyPacket, ChecksumThatSumsToZeroIsSentAsAllOnes) {
   EXPECT_TRUE(seen);
 }
 
+TEST(ReplyPacket, APartialChecksumIsThePseudoHeaderSumThatCompletesToTheFullOne) {
+  for (const ByteVec& outbound : {out4(8, short_header()), out6(9, short_header())}) {
+    const common::FlowKey flow = flow_of(outbound);
+    const std::size_t headers = flow.client.family == common::IpFamily::v4 ? 28 : 48;
+    for (std::size_t size : {0, 1, 2, 1201}) {
+      const ByteVec payload = short_header(size == 0 ? 1 : size, 0x40);
+      std::vector<std::uint8_t> full(kMaxReplyPacket), partial(kMaxReplyPacket);
+      const std::size_t n = write_reply_packet(flow, payload, full);
+      ASSERT_EQ(write_reply_packet(flow, payload, partial, ReplyChecksum::partial), n);
+      // Everything but the UDP checksum field is the same packet.
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i != headers - 2 && i != headers - 1) {
+          ASSERT_EQ(full[i], partial[i]) << "byte " << i;
+        }
+      }
+      // What the kernel does for CHECKSUM_PARTIAL: the complemented sum from csum_start to
+      // the end, the field included, gives the complete checksum (0 sent as 0xffff).
+      std::uint16_t completed =
+          common::internet_checksum(common::Bytes(partial.data() + headers - 8, n - headers + 8));
+      if (completed == 0) completed = 0xffff;
+      EXPECT_EQ(completed, full[headers - 2] << 8 | full[headers - 1]) << "size " << size;
+    }
+  }
+}
+
 TEST(ReplyPacket, RefusesWhatDoesNotFit) {
   const common::FlowKey v4 = flow_of(out4(6, short_header()));
   const common::FlowKey v6 = flow_of(out6(7, short_header()));

@@ -112,15 +112,32 @@ TEST(UdpGsoBatch, ARunOfOneFlowIsOneSuperPacketThatTheKernelCutsBackIntoTheSameD
   }
 }
 
-TEST(UdpGsoBatch, ABatchOfOneIsThePacketAsGiven) {
-  const common::FlowKey f = flow("198.18.0.2", "198.18.1.10");
-  const ByteVec p = reply(f, 700, 3);
-  UdpGsoBatch b;
-  ASSERT_TRUE(b.add(p));
-  const auto form = b.write_form();
-  for (std::size_t k = 0; k < kVirtioNetHdrLength; ++k) EXPECT_EQ(form[k], 0);
-  EXPECT_EQ(ByteVec(form.begin() + kVirtioNetHdrLength, form.end()), p);
+TEST(UdpGsoBatch, ABatchOfOneIsThePacketWithItsPartialChecksum) {
+  for (const auto& f : {flow("198.18.0.2", "198.18.1.10"), flow("2001:db8::2", "2001:db8:1::10")}) {
+    const std::size_t headers = f.client.family == common::IpFamily::v4 ? 28 : 48;
+    const ByteVec p = reply(f, 700, 3);
+    // Added with a complete checksum or with the partial one: written the same way.
+    std::vector<std::uint8_t> partial(kMaxReplyPacket);
+    const std::size_t n = write_reply_packet(f, ByteVec(700, 3), partial, ReplyChecksum::partial);
+    for (const ByteVec& given : {p, ByteVec(partial.begin(), partial.begin() + static_cast<std::ptrdiff_t>(n))}) {
+      UdpGsoBatch b;
+      ASSERT_TRUE(b.add(given));
+      const auto form = b.write_form();
+      const VirtioNetHdr h = header_of(form);
+      EXPECT_EQ(h.flags, kVirtioNeedsCsum);
+      EXPECT_EQ(h.gso_type, kVirtioGsoNone);
+      EXPECT_EQ(h.csum_start, headers - 8);
+      EXPECT_EQ(h.csum_offset, 6);
+      ByteVec expected = p;
+      expected[headers - 2] = static_cast<std::uint8_t>(partial_sum(f, 708) >> 8);
+      expected[headers - 1] = static_cast<std::uint8_t>(partial_sum(f, 708));
+      EXPECT_EQ(ByteVec(form.begin() + kVirtioNetHdrLength, form.end()), expected);
+      // Rebuilt for a plain write, it is the packet with its complete checksum again.
+      EXPECT_EQ(segment(b, 0), p);
+    }
+  }
   // An empty datagram is written alone too: nothing follows it.
+  const common::FlowKey f = flow("198.18.0.2", "198.18.1.10");
   UdpGsoBatch e;
   ASSERT_TRUE(e.add(reply(f, 0, 0)));
   EXPECT_FALSE(e.add(reply(f, 0, 0)));
