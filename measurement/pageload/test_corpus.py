@@ -251,8 +251,8 @@ class Files(unittest.TestCase):
         pages = sorted(cls.m["pages"], key=lambda p: p["bytes"])
         cls.ids = {p["id"] for p in pages[:3]}
         cls.ids.add(next(p["id"] for p in pages if len(p["origins"]) == 8))
-        cls.ids.add(next(p["id"] for p in pages
-                         if p["by_type"]["font"]["requests"] and p["by_type"]["html"]["requests"] > 1))
+        cls.ids.add(next(p["id"] for p in pages if p["by_type"]["font"]["requests"]
+                         and p["by_type"]["html"]["requests"] > 1))
         cls.tmp = tempfile.TemporaryDirectory()
         cls.out = cls.tmp.name
         corpus.write(cls.m, cls.out, cls.ids)
