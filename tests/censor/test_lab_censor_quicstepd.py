@@ -138,52 +138,58 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         outcome, rules, _ = self.strict_run("--strict-all-quic")
         self.assertIn("strict_all_quic", rules)
 
-    def start_forwarded_tunnel(self):
-        """lab/tunnel_forwarder.py as "another program's tunnel": a TUN qs-tun0 on the client
-        with its own tunnel addresses (.9 in the channel's subnets), forwarded over UDP 40001
-        to a TUN qs-ptun0 at the provider, which routes those addresses back into it. Returns
-        (interface, its server's address)."""
-        c, prov = self.lab["client"], self.lab["provider"]
-        server = c["channel"]["endpoint"].rsplit(":", 1)[0]
+    FORWARDER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "lab", "tunnel_forwarder.py")
+
+    def wait_device(self, ns, dev, proc):
+        deadline = time.time() + 10
+        while subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "show", dev],
+                             capture_output=True).returncode != 0:
+            self.assertIsNone(proc.poll(), f"the forwarder for {dev} exited")
+            self.assertLess(time.time(), deadline, f"the forwarder did not create {dev}")
+            time.sleep(0.05)
+
+    @staticmethod
+    def run_in(ns, *cmd):
+        subprocess.run(["ip", "netns", "exec", ns, *cmd], check=True, timeout=10)
+
+    def start_tunnel_client(self, server):
+        """The tunnel's client end: its TUN qs-tun0 with the tunnel addresses (.9 in the
+        channel's subnets), up. Returns its process."""
+        c = self.lab["client"]
         tun_v4 = c["channel"]["v4"].rsplit(".", 1)[0] + ".9"
         tun_v6 = c["channel"]["v6"].rsplit(":", 1)[0] + ":9"
-        forwarder = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))), "lab", "tunnel_forwarder.py")
-        far = self.procs.start(prov["netns"], ["python3", forwarder, "--tun", "qs-ptun0",
+        near = self.procs.start(self.client_ns, ["python3", self.FORWARDER, "--tun", "qs-tun0",
+                                                 "--connect", f"{server}:40001"],
+                                os.path.join(WORKDIR, f"forwarder-client-{time.time():.3f}.log"))
+        self.addCleanup(self.procs.stop, near)
+        self.wait_device(self.client_ns, "qs-tun0", near)
+        ns = self.client_ns
+        self.run_in(ns, "sysctl", "-qw", "net.ipv6.conf.qs-tun0.router_solicitations=0")
+        self.run_in(ns, "ip", "addr", "add", f"{tun_v4}/32", "dev", "qs-tun0")
+        self.run_in(ns, "ip", "-6", "addr", "add", f"{tun_v6}/128", "dev", "qs-tun0", "nodad")
+        self.run_in(ns, "ip", "link", "set", "qs-tun0", "up")
+        return near, tun_v4, tun_v6
+
+    def start_forwarded_tunnel(self):
+        """lab/tunnel_forwarder.py as "another program's tunnel": a TUN qs-tun0 on the client
+        (start_tunnel_client), forwarded over UDP 40001 to a TUN qs-ptun0 at the provider,
+        which routes the client's tunnel addresses back into it. Returns (interface, its
+        server's address, the client end's process)."""
+        prov = self.lab["provider"]
+        server = self.lab["client"]["channel"]["endpoint"].rsplit(":", 1)[0]
+        far = self.procs.start(prov["netns"], ["python3", self.FORWARDER, "--tun", "qs-ptun0",
                                                "--listen", "40001"],
                                os.path.join(WORKDIR, "forwarder-provider.log"))
-        near = self.procs.start(self.client_ns, ["python3", forwarder, "--tun", "qs-tun0",
-                                                 "--connect", f"{server}:40001"],
-                                os.path.join(WORKDIR, "forwarder-client.log"))
-        self.addCleanup(self.procs.stop, near)
         self.addCleanup(self.procs.stop, far)
+        self.wait_device(prov["netns"], "qs-ptun0", far)
+        near, tun_v4, tun_v6 = self.start_tunnel_client(server)
+        self.run_in(prov["netns"], "ip", "link", "set", "qs-ptun0", "up")
+        self.run_in(prov["netns"], "ip", "route", "add", f"{tun_v4}/32", "dev", "qs-ptun0")
+        self.run_in(prov["netns"], "ip", "-6", "route", "add", f"{tun_v6}/128", "dev", "qs-ptun0")
+        return "qs-tun0", server, near
 
-        def run(ns, *cmd):
-            subprocess.run(["ip", "netns", "exec", ns, *cmd], check=True, timeout=10)
-
-        for ns, dev in ((prov["netns"], "qs-ptun0"), (self.client_ns, "qs-tun0")):
-            deadline = time.time() + 10
-            while subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "show", dev],
-                                 capture_output=True).returncode != 0:
-                self.assertLess(time.time(), deadline, f"the forwarder did not create {dev}")
-                time.sleep(0.05)
-        run(self.client_ns, "sysctl", "-qw", "net.ipv6.conf.qs-tun0.router_solicitations=0")
-        run(self.client_ns, "ip", "addr", "add", f"{tun_v4}/32", "dev", "qs-tun0")
-        run(self.client_ns, "ip", "-6", "addr", "add", f"{tun_v6}/128", "dev", "qs-tun0", "nodad")
-        run(self.client_ns, "ip", "link", "set", "qs-tun0", "up")
-        run(prov["netns"], "ip", "link", "set", "qs-ptun0", "up")
-        run(prov["netns"], "ip", "route", "add", f"{tun_v4}/32", "dev", "qs-ptun0")
-        run(prov["netns"], "ip", "-6", "route", "add", f"{tun_v6}/128", "dev", "qs-ptun0")
-        return "qs-tun0", server
-
-    def test_4_wireguard_blocked_interface_channel(self):
-        """The censor blocks WireGuard by its handshake fingerprint; the channel is another
-        program's tunnel interface (channel_kind = "interface", lab/tunnel_forwarder.py's TUN),
-        which the censor does not recognise: the fetches of blocked.test complete, the censor
-        never sees the name, the data goes native, and quicstepd judges the tunnel working
-        from its device counters."""
-        censor_lab.start(["--block-wireguard"])
-        ifname, server = self.start_forwarded_tunnel()
+    def start_interface_daemon(self, ifname, server):
         config = qsd.write_config(
             os.path.join(WORKDIR, "interface.toml"), ifname,
             extra=f'channel_kind = "interface"\nchannel_exempt = ["{server}"]\n'
@@ -192,6 +198,17 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
                              os.path.join(WORKDIR, f"quicstepd-interface-{time.time():.3f}.log"))
         self.addCleanup(self.procs.stop, p)
         qsd.wait_daemon(self.client_ns, self.sock, p)
+        return p
+
+    def test_4_wireguard_blocked_interface_channel(self):
+        """The censor blocks WireGuard by its handshake fingerprint; the channel is another
+        program's tunnel interface (channel_kind = "interface", lab/tunnel_forwarder.py's TUN),
+        which the censor does not recognise: the fetches of blocked.test complete, the censor
+        never sees the name, the data goes native, and quicstepd judges the tunnel working
+        from its device counters."""
+        censor_lab.start(["--block-wireguard"])
+        ifname, server, _ = self.start_forwarded_tunnel()
+        self.start_interface_daemon(ifname, server)
         results = []
         for i in range(FETCHES):
             ok, secs = gtlsclient_fetch(WORKDIR, f"if-gtls-{i}", "blocked.test", timeout=15)
