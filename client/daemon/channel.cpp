@@ -1,5 +1,6 @@
 #include "client/daemon/channel.hpp"
 
+#include <net/if.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "client/daemon/key_file.hpp"
+#include "client/kernel/kernel_probe.hpp"
 #include "net/process.hpp"
 
 extern char** environ;
@@ -125,23 +127,17 @@ common::Outcome Channel::read_facts(RulesetSpec* spec) const {
     }
   }
   // The tunnel addresses (stateless addressing writes them itself): the first global one
-  // of each family. `ip -o address show`: "5: qs-wg0    inet 10.0.0.2/32 scope global ...".
-  auto addrs = net::run_process({"ip", "-o", "address", "show", "dev", interface_});
-  std::istringstream addr_lines(addrs.output);
-  for (std::string line; std::getline(addr_lines, line);) {
-    std::istringstream words(line);
-    std::string family, addr;
-    for (std::string w; words >> w;) {
-      if (w == "inet" || w == "inet6") {
-        family = w;
-        words >> addr;
-        break;
-      }
-    }
-    if (addr.empty() || line.find(" scope global") == std::string::npos) continue;
-    addr = addr.substr(0, addr.find('/'));
-    std::string& slot = family == "inet" ? spec->tunnel_v4 : spec->tunnel_v6;
-    if (slot.empty()) slot = addr;
+  // of each family, read as the daemon's heal check reads them (first_global_address), so
+  // that the two never disagree.
+  kernel::KernelProbe probe;
+  if (auto opened = probe.open(); !opened) return opened;
+  const unsigned ifindex = if_nametoindex(interface_.c_str());
+  if (ifindex == 0) return common::Failure("channel interface " + interface_ + " is gone");
+  for (auto [family, slot] : {std::pair{common::IpFamily::v4, &spec->tunnel_v4},
+                              std::pair{common::IpFamily::v6, &spec->tunnel_v6}}) {
+    const std::optional<std::string> address = probe.first_global_address(family, ifindex);
+    if (!address) return common::Failure("cannot read the addresses of " + interface_);
+    *slot = *address;
   }
   if (spec->nat && spec->stateless && spec->tunnel_v4.empty() && spec->tunnel_v6.empty()) {
     return common::Failure("stateless addressing: the channel interface " + interface_ +

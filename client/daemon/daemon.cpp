@@ -108,6 +108,8 @@ struct Daemon::Impl {
   std::unique_ptr<ControlServer> control;
   std::uint64_t reloads = 0;
   std::uint64_t channel_recreated = 0;  // the channel device came back with a new index
+  std::uint64_t channel_readdressed = 0;  // its tunnel addresses changed under the daemon
+  std::string readdress_error;  // why following them failed, logged once per change
   // Kernel counters of tables replaced by reloads (a new table starts at zero).
   std::map<std::string, KernelCounter> kernel_base;
   common::Timestamp started = net::monotonic_now();
@@ -156,6 +158,7 @@ struct Daemon::Impl {
   void arm_link_watch();
   void check_devices();
   void channel_changed(unsigned index);
+  void follow_channel_addresses();
   void keep_kernel_counters();
   void setup_healing();
   void arm_heal_timer();
@@ -382,6 +385,47 @@ void Daemon::Impl::channel_changed(unsigned index) {
                config.daemon.channel_interface, index);
 }
 
+// The channel device's tunnel addresses, which stateless addressing writes into channel
+// packets and the ICMP rules match, can change under the daemon: a tunnel program that
+// restarts re-creates its device and adds the addresses one at a time (channel_changed may
+// have read the first only), a VPN client is given a new address. Checked on every kernel
+// announcement (addresses are announced) and every heal_interval; the rules are installed
+// again with the new ones. Until then, channel packets of the missing family are dropped
+// (fail closed), never sent with another source.
+void Daemon::Impl::follow_channel_addresses() {
+  if (channel_ifindex == 0 || !probe.is_open()) return;
+  const std::optional<std::string> v4 = probe.first_global_address(common::IpFamily::v4,
+                                                                   channel_ifindex);
+  const std::optional<std::string> v6 = probe.first_global_address(common::IpFamily::v6,
+                                                                   channel_ifindex);
+  if (!v4 || !v6) return;  // a dump failed: the next check reads again
+  if (*v4 == spec.tunnel_v4 && *v6 == spec.tunnel_v6) return;
+  RulesetSpec new_spec = spec;
+  common::Outcome done = channel.reattach(&new_spec);
+  if (done) {
+    keep_kernel_counters();
+    done = rules.install(new_spec);
+  }
+  if (!done) {
+    if (done.error().message != readdress_error) {
+      readdress_error = done.error().message;
+      spdlog::error("channel interface {}: its tunnel addresses changed, but: {}; retrying",
+                    config.daemon.channel_interface, readdress_error);
+    }
+    return;
+  }
+  readdress_error.clear();
+  path->on_table_replaced();
+  spdlog::warn("channel interface {}: tunnel addresses now {} / {} (were {} / {}): rules "
+               "installed again", config.daemon.channel_interface,
+               new_spec.tunnel_v4.empty() ? "none" : new_spec.tunnel_v4,
+               new_spec.tunnel_v6.empty() ? "none" : new_spec.tunnel_v6,
+               spec.tunnel_v4.empty() ? "none" : spec.tunnel_v4,
+               spec.tunnel_v6.empty() ? "none" : spec.tunnel_v6);
+  spec = new_spec;
+  ++channel_readdressed;
+}
+
 // The pieces the daemon owns, each with its check and the installer that put it there:
 // the nft table (and the queue rules), the policy-routing rules (and the routed path's flow
 // rules), the routes through the channel, and what the native path adds (the guard).
@@ -525,6 +569,7 @@ void Daemon::Impl::post_heal() {
 
 void Daemon::Impl::heal_now() {
   check_devices();  // a re-created channel, a new device to guard
+  follow_channel_addresses();
   update_channel_link();
   // A new source first (the route check then wants the new one); the channel's
   // wireguard-go then sends from it too.
@@ -731,6 +776,7 @@ nlohmann::json Daemon::Impl::status() {
   s.uptime_s = std::chrono::duration<double>(net::monotonic_now() - started).count();
   s.reloads = reloads;
   s.channel_recreated = channel_recreated;
+  s.channel_readdressed = channel_readdressed;
   nlohmann::json j = status_json(s);
   j["native_path"] = path->name();
   if (!routed_unavailable.empty()) j["routed_unavailable"] = routed_unavailable;

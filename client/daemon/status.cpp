@@ -69,6 +69,7 @@ nlohmann::json status_json(const StatusSnapshot& s) {
                  {"set_update_failures", s.set_update_failures},
                  {"reloads", s.reloads},
                  {"channel_recreated", s.channel_recreated},
+                 {"channel_readdressed", s.channel_readdressed},
                  {"uptime_s", s.uptime_s}};
   j["flows"] = {{"tracked", s.classifier->flow_count()},
                 {"created", c.flows_created},

@@ -22,6 +22,7 @@ struct StatusSnapshot {
   double uptime_s = 0;
   std::uint64_t set_updates = 0, set_update_failures = 0, reloads = 0;
   std::uint64_t channel_recreated = 0;
+  std::uint64_t channel_readdressed = 0;
 };
 
 // {"paths": {"channel": {packets, bytes}, "native": {...}}, "channel_load_ratio", "flows",

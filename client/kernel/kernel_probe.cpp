@@ -132,6 +132,7 @@ int pick_default_route(const nlmsghdr* h, void* data) {
 struct AddressQuery {
   unsigned ifindex = 0;
   std::string usable, deprecated;  // the first of each
+  std::string any;                 // the first one whose duplicate detection did not fail
 };
 
 int pick_address(const nlmsghdr* h, void* data) {
@@ -158,7 +159,9 @@ int pick_address(const nlmsghdr* h, void* data) {
   });
   // IPv4: IFA_LOCAL is the address (IFA_ADDRESS the peer's on point-to-point links).
   const std::string& text = !local.empty() ? local : address;
-  if (text.empty() || (flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED)) != 0) return MNL_CB_OK;
+  if (text.empty() || (flags & IFA_F_DADFAILED) != 0) return MNL_CB_OK;
+  if (q->any.empty()) q->any = text;
+  if ((flags & IFA_F_TENTATIVE) != 0) return MNL_CB_OK;
   std::string& slot = (flags & IFA_F_DEPRECATED) != 0 ? q->deprecated : q->usable;
   if (slot.empty()) slot = text;
   return MNL_CB_OK;
@@ -271,11 +274,20 @@ std::optional<std::string> KernelProbe::native_source(common::IpFamily family) {
   }
   if (!route.found) return std::string();
   if (!route.prefsrc.empty()) return route.prefsrc;
-  AddressQuery q{route.oif, {}, {}};
+  AddressQuery q{route.oif, {}, {}, {}};
   if (dump(RTM_GETADDR, af(family), sizeof(ifaddrmsg), pick_address, &q) != 0) {
     return std::nullopt;
   }
   return !q.usable.empty() ? q.usable : q.deprecated;
+}
+
+std::optional<std::string> KernelProbe::first_global_address(common::IpFamily family,
+                                                             unsigned ifindex) {
+  AddressQuery q{ifindex, {}, {}, {}};
+  if (dump(RTM_GETADDR, af(family), sizeof(ifaddrmsg), pick_address, &q) != 0) {
+    return std::nullopt;
+  }
+  return q.any;
 }
 
 }  // namespace quicstep::client::kernel

@@ -29,6 +29,7 @@ class KernelProbe {
   // Opens both sockets (rtnetlink, nfnetlink) in the caller's network namespace. Failures:
   // the sockets'.
   common::Outcome open();
+  bool is_open() const { return route_ != nullptr; }
 
   // Whether nft table `name` of `family` (NFPROTO_INET, NFPROTO_NETDEV, NFPROTO_IPV4, ...)
   // exists; nullopt when the kernel's answer was neither the table nor ENOENT.
@@ -45,6 +46,11 @@ class KernelProbe {
   // ones only when nothing else is left), as text. "" when there is no default route or its
   // device has no such address; nullopt when a dump failed.
   std::optional<std::string> native_source(common::IpFamily family);
+  // The first global address of `family` on device `ifindex` in the kernel's order (any
+  // state but failed duplicate detection), as text: a tunnel device's own address, which
+  // stateless addressing writes into channel packets. "" when it has none; nullopt when the
+  // dump failed.
+  std::optional<std::string> first_global_address(common::IpFamily family, unsigned ifindex);
 
  private:
   // Sends the request at `nlh` on `s` and runs `on_message` on each answer until the

@@ -8,6 +8,7 @@ test."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 import unittest
@@ -250,6 +251,65 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         native = st["paths"]["native"]
         self.assertGreater(native["bytes"] + native["in_bytes"], BIG_SIZE, "the bulk went native")
 
+
+    def test_5_tunnel_program_killed_and_restarted(self):
+        """The tunnel program dies (kill -9) under a running quicstepd: its device and the
+        channel's routes vanish with it and the handshakes fail closed (fetches of
+        blocked.test fail, the censor sees no name). Started again, it creates a new device
+        and adds its addresses one at a time, as tunnel programs do: quicstepd follows the
+        new device and its addresses (stateless addressing writes them), and fetches succeed
+        again within 20 s with nothing restarted but the tunnel."""
+        censor_lab.start(["--block-wireguard"])
+        ifname, server, near = self.start_forwarded_tunnel()
+        self.start_interface_daemon(ifname, server)
+        ok, _ = gtlsclient_fetch(WORKDIR, "kill-before", "blocked.test", timeout=15)
+        self.assertTrue(ok, "a fetch before the kill")
+        before = self.daemon_status()
+        os.kill(near.pid, signal.SIGKILL)
+        near.wait(timeout=5)
+        deadline = time.time() + 5
+        while subprocess.run(["ip", "netns", "exec", self.client_ns, "ip", "link", "show", ifname],
+                             capture_output=True).returncode == 0:
+            self.assertLess(time.time(), deadline, "the killed tunnel's device stayed")
+            time.sleep(0.05)
+        outage = [gtlsclient_fetch(WORKDIR, f"kill-during-{i}", "blocked.test", timeout=4)
+                  for i in range(3)]
+        self.assertEqual(self.blocks(), [], "the censor saw a name while the tunnel was dead")
+        self.assertEqual([r for r in outage if r[0]], [],
+                         "a fetch succeeded with the tunnel dead: the outage was not real")
+        t0 = time.time()
+        self.start_tunnel_client(server)
+        attempts = 0
+        while True:
+            attempts += 1
+            ok, _ = gtlsclient_fetch(WORKDIR, f"kill-after-{attempts}", "blocked.test", timeout=4)
+            if ok or time.time() - t0 > 20:
+                break
+        resumed = time.time() - t0
+        after = [gtlsclient_fetch(WORKDIR, f"kill-then-{i}", "blocked.test", timeout=15)
+                 for i in range(10)]
+        big_ok, big_secs = gtlsclient_fetch(WORKDIR, "kill-big", "blocked.test", timeout=60,
+                                            resource="big.bin", size=BIG_SIZE)
+        st = self.daemon_status()
+        fired = sorted({d["rule"] for d in self.blocks()})
+        print(f"\n[interface channel, tunnel killed] outage: {len(outage)} fetches failed closed; "
+              f"restarted: first fetch ok after {resumed:.1f}s ({attempts} attempts), then "
+              f"{sum(1 for r in after if r[0])}/{len(after)} ok, {BIG_SIZE} B "
+              f"{'ok' if big_ok else 'FAILED'} in {big_secs:.1f}s; daemon "
+              f"{ {k: st['daemon'][k] for k in ('channel_recreated', 'channel_readdressed')} }; "
+              f"censor rules fired {fired}")
+        self.assertTrue(ok, f"no fetch succeeded within 20 s of the tunnel's restart "
+                            f"({attempts} attempts)")
+        self.assertEqual([r for r in after if not r[0]], [], "every fetch after the restart")
+        self.assertTrue(big_ok, "the 5 MB fetch after the restart")
+        self.assertEqual([r for r in fired if r != "wireguard"], [],
+                         "the censor saw a blocked name")
+        self.assertGreater(st["daemon"]["channel_recreated"],
+                           before["daemon"]["channel_recreated"], "the new device was seen")
+        native = st["paths"]["native"]
+        self.assertGreater(native["bytes"] + native["in_bytes"],
+                           before["paths"]["native"]["bytes"] + before["paths"]["native"]["in_bytes"]
+                           + BIG_SIZE, "the bulk went native after the restart")
 
 if __name__ == "__main__":
     unittest.main()

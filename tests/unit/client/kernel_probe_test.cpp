@@ -166,5 +166,58 @@ TEST(KernelProbe, NativeSourceFollowsRoutesAndAddresses) {
             "");
 }
 
+// A tunnel device's own addresses (stateless addressing's tunnel addresses): the first global
+// one of each family, whatever its state but failed duplicate detection; link-local and
+// other devices' addresses are not it; the change is seen at once.
+TEST(KernelProbe, FirstGlobalAddressOfADevice) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
+  EXPECT_EQ(in_private_netns([]() -> std::string {
+              for (const auto& cmd : std::vector<std::vector<std::string>>{
+                       {"ip", "link", "add", "qsp0", "type", "veth", "peer", "name", "qsp1"},
+                       {"ip", "link", "set", "qsp1", "up"},
+                       {"ip", "link", "set", "qsp0", "up"}}) {
+                if (auto e = run(cmd); !e.empty()) return e;
+              }
+              const unsigned ifindex = if_nametoindex("qsp0");
+              KernelProbe p;
+              if (auto opened = p.open(); !opened) return opened.error().message;
+              auto expect = [&](IpFamily fam, const std::string& want,
+                                const std::string& when) -> std::string {
+                const auto got = p.first_global_address(fam, ifindex);
+                if (!got) return when + ": dump failed";
+                if (*got != want) return when + ": `" + *got + "', want `" + want + "'";
+                return "";
+              };
+              // Only a link-local address (veth up): none.
+              if (auto e = expect(IpFamily::v6, "", "link-local only"); !e.empty()) return e;
+              if (auto e = expect(IpFamily::v4, "", "no address"); !e.empty()) return e;
+              std::vector<std::pair<std::vector<std::string>, std::pair<IpFamily, std::string>>>
+                  steps = {
+                      {{"ip", "addr", "add", "198.18.9.2/24", "dev", "qsp1"}, {IpFamily::v4, ""}},
+                      {{"ip", "addr", "add", "198.18.9.3/32", "dev", "qsp0"},
+                       {IpFamily::v4, "198.18.9.3"}},
+                      {{"ip", "addr", "add", "198.18.9.4/32", "dev", "qsp0"},
+                       {IpFamily::v4, "198.18.9.3"}},
+                      {{"ip", "addr", "del", "198.18.9.3/32", "dev", "qsp0"},
+                       {IpFamily::v4, "198.18.9.4"}},
+                      // Tentative (duplicate detection running) counts: it becomes the address.
+                      {{"ip", "-6", "addr", "add", "2001:db8:9::2/64", "dev", "qsp0"},
+                       {IpFamily::v6, "2001:db8:9::2"}},
+                      {{"ip", "-6", "addr", "del", "2001:db8:9::2/64", "dev", "qsp0"},
+                       {IpFamily::v6, ""}},
+                      {{"ip", "-6", "addr", "add", "2001:db8:9::3/128", "dev", "qsp0", "nodad"},
+                       {IpFamily::v6, "2001:db8:9::3"}},
+                  };
+              for (const auto& [cmd, want] : steps) {
+                if (auto e = run(cmd); !e.empty()) return e;
+                std::string when = "after";
+                for (const auto& word : cmd) when += " " + word;
+                if (auto e = expect(want.first, want.second, when); !e.empty()) return e;
+              }
+              return "";
+            }),
+            "");
+}
+
 }  // namespace
 }  // namespace quicstep::client::kernel
