@@ -446,7 +446,7 @@ void Daemon::Impl::setup_healing() {
     if ((spec.routed || spec.stateless) && channel_ifindex == 0) return std::nullopt;
     std::vector<std::pair<std::uint8_t, std::string>> tables;
     if (spec.routed) {
-      tables = {{NFPROTO_NETDEV, spec.table}};
+      tables = {{NFPROTO_NETDEV, spec.table}, {NFPROTO_INET, spec.table}};  // + its flows
     } else {
       tables = {{NFPROTO_INET, spec.table}, {NFPROTO_IPV4, "raw"}, {NFPROTO_IPV6, "raw"}};
       if (spec.stateless) tables.push_back({NFPROTO_NETDEV, spec.table});

@@ -22,11 +22,10 @@ using core::FlowEvent;
 using kernel::GuardCounters;
 using kernel::NativeGuard;
 using kernel::UdpSocketId;
-using kernel::flow_rule;
+using kernel::FlowSet;
+using kernel::SetElementOp;
 using kernel::socket_may_carry;
 namespace {
-
-constexpr std::uint32_t kMainTable = 254;
 
 // The devices of this namespace that native packets may leave by: all but loopback and the
 // channel.
@@ -101,7 +100,7 @@ common::Outcome RoutedPath::open_guard(const RoutedPathOptions& options) {
   auto loaded = NativeGuard::load(options_.guard);
   if (!loaded) return common::Failure("native guard: " + loaded.error().message);
   guard_ = std::move(*loaded);
-  if (auto w = writer_.open(); !w) return w;
+  if (auto w = set_writer_.open(); !w) return w;
   if (auto w = sockets_.open(); !w) return w;
   for (const auto& dev : native_devices(options_.channel_interface)) {
     if (auto w = guard_->attach(dev); !w) {
@@ -141,7 +140,7 @@ void RoutedPath::schedule(const common::FlowKey& flow, common::Timestamp due, bo
 
 void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
   // The watch entry first: the guard counts from the first native packet.
-  if (f.watch && guard_) {
+  if (f.watch && !f.watching && guard_) {
     if (auto watched = guard_->watch(guard_key(key)); watched) {
       f.watching = true;
     } else {
@@ -150,18 +149,18 @@ void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
                     watched.error().message);
     }
   }
-  const int err = writer_.add(flow_rule(key, options_.flow_priority, kMainTable));
-  if (err != 0 && err != EEXIST) {
+  const SetElementOp op{true, FlowSet::routed, key, {}};
+  if (auto added = set_writer_.apply(ctx_.spec.table, std::span(&op, 1)); !added) {
     ++stats_.rule_failures;
-    spdlog::warn("rule for {}:{} -> {}:{}: {} (the flow stays on the channel)",
-                 key.client.to_string(), key.client_port, key.server.to_string(),
-                 key.server_port, std::strerror(err));
+    spdlog::warn("{} (the flow stays on the channel)", added.error().first);
     unwatch(key, f);
+    f.restoring = false;
     f.due = common::Timestamp{std::numeric_limits<std::int64_t>::max()};  // not retried
     return;
   }
   f.rule = true;
-  ++stats_.rules_added;
+  ++(f.restoring ? stats_.rules_restored : stats_.rules_added);
+  f.restoring = false;
 }
 
 void RoutedPath::unwatch(const common::FlowKey& key, Flow& f) {
@@ -173,11 +172,12 @@ void RoutedPath::unwatch(const common::FlowKey& key, Flow& f) {
 void RoutedPath::drop(const common::FlowKey& key, Flow& f) {
   unwatch(key, f);
   if (f.rule) {
-    const int err = writer_.remove(flow_rule(key, options_.flow_priority, kMainTable));
-    if (err == 0 || err == ENOENT) {
+    const SetElementOp op{false, FlowSet::routed, key, {}};
+    if (auto removed = set_writer_.apply(ctx_.spec.table, std::span(&op, 1)); removed) {
       ++stats_.rules_deleted;
     } else {
       ++stats_.rule_failures;
+      spdlog::debug("{}", removed.error().first);
     }
   }
   const auto [first, last] = flows_by_port_.equal_range(key.client_port);
@@ -296,7 +296,8 @@ common::Outcome RoutedPath::start() {
   if (auto why = ctx_.rules.install(ctx_.spec); !why) {
     return common::Failure("rules: " + why.error().message);
   }
-  spdlog::info("routed native path: native source {} / {}, flow rules at priority {}",
+  spdlog::info("routed native path: native source {} / {}, native flows in nft sets "
+               "routed4/6 and one fwmark rule at priority {}",
                routing.source_v4.empty() ? "-" : routing.source_v4,
                routing.source_v6.empty() ? "-" : routing.source_v6, routing.flow_priority());
   return {};
@@ -384,18 +385,18 @@ common::Outcome RoutedPath::restore_channel_routes() {
   return common::Failure(why);
 }
 
-void RoutedPath::on_rules_restored() {
+// The table was installed afresh (another tool flushed the ruleset, the channel device came
+// back, its addresses changed, a reload): its sets are empty. Each flow's element goes in
+// again at the next timer, after the install (some callers tell before installing; the
+// daemon re-arms the timer), counted as restored. An orphan's socket check comes due with
+// it, which only moves that check earlier.
+void RoutedPath::on_table_replaced() {
+  const common::Timestamp now = net::monotonic_now();
   for (auto& [key, f] : flows_) {
     if (!f.rule) continue;
-    const int err = writer_.add(flow_rule(key, options_.flow_priority, kMainTable));
-    if (err == 0) {
-      ++stats_.rules_restored;
-    } else if (err != EEXIST) {
-      ++stats_.rule_failures;
-      spdlog::warn("flow rule for {}:{} -> {}:{} not restored: {} (the flow takes the channel)",
-                   key.client.to_string(), key.client_port, key.server.to_string(),
-                   key.server_port, std::strerror(err));
-    }
+    f.rule = false;
+    f.restoring = true;
+    f.due = now;
   }
 }
 

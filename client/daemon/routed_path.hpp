@@ -1,15 +1,17 @@
 // RoutedPath: the daemon's half of the routed native path (native_path = "routed",
 // client/README.md). Policy routing sends DNS, TCP and QUIC to the channel (routing.hpp);
 // the classifier decides from copies of the channel's packets (nflog_observer.hpp); a flow it
-// moves native gets a rule of its own here — `to SERVER ipproto udp sport P dport Q lookup
-// main` — at the end of its native switch, so its packets keep the channel until then and
-// arrive in order. Native packets never reach the daemon: the guard (native_guard.hpp) on
+// moves native becomes an element of the routed nft sets here (`SERVER . P . Q` in
+// routed4/6, whose chains mark its packets for the one `fwmark ... lookup main` rule) at
+// the end of its native switch, so its packets keep the channel until then and arrive in
+// order. (Called the flow's "rule" below and in the status: it selects what the per-flow ip
+// rules of earlier versions did.) Native packets never reach the daemon: the guard (native_guard.hpp) on
 // every native device drops what must not leave there, counts the rest, and counts a watched
 // flow's packets and answers, which the migration watchdog reads here (on_timer()).
 //
-// Rules outlive the daemon (a killed daemon leaves its native flows native and everything
-// else on the channel, as the queue path's native set does); the next start removes them
-// (the flows pass the channel once more and move again). A flow loses its rule when the
+// The table and its elements outlive a killed daemon (it leaves its native flows native and
+// everything else on the channel, as the queue path's native set does); the next start
+// replaces the table (the flows pass the channel once more and move again). A flow loses its rule when the
 // socket that could carry it closes (udp_socket_watch.hpp: the kernel announces it), when it
 // fails back, or when the classifier forgets it (idle: the classifier sees none of a native
 // flow's packets) and no UDP socket could carry it any more; a forgotten flow whose socket
@@ -26,9 +28,9 @@
 
 #include "client/core/classifier.hpp"
 #include "client/daemon/native_path.hpp"
-#include "client/kernel/fib_rule_writer.hpp"
 #include "client/kernel/kernel_probe.hpp"
 #include "client/kernel/native_guard.hpp"
+#include "client/kernel/nft_set_writer.hpp"
 #include "client/kernel/nflog_observer.hpp"
 #include "client/kernel/udp_socket_watch.hpp"
 #include "common/flow_key.hpp"
@@ -55,7 +57,7 @@ struct RoutedPathStats {
   std::uint64_t devices_guarded = 0;
   std::uint64_t guard_failures = 0;  // a device the guard could not attach to
   std::uint64_t guard_restored = 0;  // re-attached after another tool detached it
-  std::uint64_t rules_restored = 0;  // flow rules added again after a flush
+  std::uint64_t rules_restored = 0;  // flow elements added again after the table was replaced
   std::uint64_t source_changes = 0;  // the native source address followed (per family)
   std::uint64_t source_failures = 0;  // a channel route the kernel refused for a new source
 };
@@ -94,12 +96,13 @@ class RoutedPath final : public NativePath {
   // path has; a family whose default route went loses its channel route (its channel
   // packets then meet `unreachable`). Counted (source_changes) and logged.
   void follow_network(const NativeSources& sources) override;
-  void on_table_replaced() override {}
+  // The table was installed afresh: its sets are empty, every flow's element again.
+  void on_table_replaced() override;
   // The routed channel table's route went with the old device: the same route again.
   void on_channel_recreated() override;
   void on_classifier_reset() override {}
-  // The flow rules again (EEXIST: still there).
-  void on_rules_restored() override;
+  // The flows' one fwmark rule is among the routing's rules: nothing of the path's.
+  void on_rules_restored() override {}
   // The routed table's default route per family with a native source address.
   std::vector<ChannelRoute> channel_routes() const override;
   common::Outcome restore_channel_routes() override;
@@ -145,6 +148,7 @@ class RoutedPath final : public NativePath {
     bool watch = false;     // the watchdog reads it (native_pending)
     bool watching = false;  // in the guard's watch map
     bool orphan = false;    // forgotten by the classifier, rule kept while its socket lives
+    bool restoring = false;  // its element went with a replaced table: added again
     common::Timestamp due;  // rule not yet added: when
     std::uint64_t sent_seen = 0;
   };
@@ -157,7 +161,7 @@ class RoutedPath final : public NativePath {
   NativePathContext ctx_;
   RoutedPathOptions options_;
   kernel::NflogObserver observer_;
-  kernel::FibRuleWriter writer_;
+  kernel::NftSetWriter set_writer_;  // the flows' elements (routed4/6)
   kernel::UdpSocketWatch sockets_;
   kernel::KernelProbe source_probe_;  // the native source address at start
   std::unique_ptr<kernel::NativeGuard> guard_;

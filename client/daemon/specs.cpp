@@ -54,8 +54,10 @@ common::Outcome derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* 
           1 + std::chrono::duration_cast<std::chrono::seconds>(p.watchdog.max_timeout).count()));
   routing->channel_marks = {r->mark_channel, r->mark_decide_out};
   routing->mark_mask = d.mark_mask;
+  routing->native_mark = r->mark_native;
   routing->table = d.routing_table;
-  // The routed native path: no marks, no queue; the channel's copies go to one log group.
+  // The routed native path: no queue; the channel's copies go to one log group; one mark,
+  // mark_native, for the flows it moved native.
   r->routed = routing->routed = d.native_path_routed;
   r->log_group = d.queue_outbound;
   routing->routed_table = d.routed_table;

@@ -359,9 +359,38 @@ void channel_device_table(std::ostringstream& o, const RulesetSpec& s) {
   o << "}\n";
 }
 
+// The routed native path's flows: the packets of a flow in routed4/6 get mark_native, which
+// one ip rule per family sends to the main table (routing.hpp). On output a `type route`
+// chain (the kernel routes the packet again when it changes the mark); forwarded packets are
+// marked at prerouting, before their routing decision. The sets have no timeout: the daemon
+// deletes each element it added (RoutedPath).
+void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
+  o << "table inet " << s.table << " {\n";
+  for (const auto& [fam, addr] : {std::pair{"4", "ipv4_addr"}, std::pair{"6", "ipv6_addr"}}) {
+    o << "  set routed" << fam << " {\n    type " << addr
+      << " . inet_service . inet_service\n    size " << s.set_size << "\n  }\n";
+  }
+  const std::string mark = set_mark(s, s.mark_native);
+  auto rules = [&] {
+    o << "    ip daddr . udp sport . udp dport @routed4 " << mark << "\n"
+      << "    ip6 daddr . udp sport . udp dport @routed6 " << mark << "\n";
+  };
+  o << "  chain routed_out {\n    type route hook output priority mangle; policy accept;\n";
+  rules();
+  o << "  }\n  chain routed_forward {\n"
+       "    type filter hook prerouting priority mangle; policy accept;\n";
+  rules();
+  o << "  }\n}\n";
+}
+
 std::string element(const common::FlowKey& f) {
   return f.client.to_string() + " . " + std::to_string(f.client_port) + " . " +
          f.server.to_string() + " . " + std::to_string(f.server_port);
+}
+
+std::string routed_element(const common::FlowKey& f) {
+  return f.server.to_string() + " . " + std::to_string(f.client_port) + " . " +
+         std::to_string(f.server_port);
 }
 
 }  // namespace
@@ -426,6 +455,7 @@ std::string ruleset_text(const RulesetSpec& s) {
   o << delete_table_text(s.table);
   if (s.routed) {
     channel_device_table(o, s);
+    routed_flow_table(o, s);
     return o.str();
   }
   o << "table inet " << s.table << " {\n";
@@ -500,6 +530,7 @@ std::string_view to_string(FlowSet s) {
     case FlowSet::channel: return "channel";
     case FlowSet::watch: return "watch";
     case FlowSet::watch_port: return "watch_port";
+    case FlowSet::routed: return "routed";
   }
   return "?";
 }
@@ -510,14 +541,19 @@ std::string add_element_text(std::string_view table, FlowSet set, const common::
     return "add element inet " + std::string(table) + " watchports { " +
            std::to_string(flow.client_port) + " }\n";
   }
+  if (set == FlowSet::routed) {
+    return "add element inet " + std::string(table) + " " + set_name(set, flow) + " { " +
+           routed_element(flow) + " }\n";
+  }
   return "add element inet " + std::string(table) + " " + set_name(set, flow) + " { " +
          element(flow) + " timeout " + std::to_string(timeout.count()) + "s }\n";
 }
 
 std::string delete_element_text(std::string_view table, FlowSet set,
                                 const common::FlowKey& flow) {
-  const std::string e =
-      set == FlowSet::watch_port ? std::to_string(flow.client_port) : element(flow);
+  const std::string e = set == FlowSet::watch_port ? std::to_string(flow.client_port)
+                        : set == FlowSet::routed   ? routed_element(flow)
+                                                   : element(flow);
   return "delete element inet " + std::string(table) + " " + set_name(set, flow) + " { " + e +
          " }\n";
 }
@@ -543,6 +579,16 @@ std::vector<std::uint8_t> set_element_key(const common::FlowKey& flow) {
 }
 
 std::vector<std::uint8_t> set_element_key(FlowSet set, const common::FlowKey& flow) {
+  if (set == FlowSet::routed) {
+    std::vector<std::uint8_t> key;
+    key.reserve(24);
+    const auto server = flow.server.octets();
+    key.insert(key.end(), server.begin(), server.end());
+    for (std::uint16_t p : {flow.client_port, flow.server_port}) {
+      key.insert(key.end(), {static_cast<std::uint8_t>(p >> 8), static_cast<std::uint8_t>(p), 0, 0});
+    }
+    return key;
+  }
   if (set != FlowSet::watch_port) return set_element_key(flow);
   return {static_cast<std::uint8_t>(flow.client_port >> 8),
           static_cast<std::uint8_t>(flow.client_port)};

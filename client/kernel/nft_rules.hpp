@@ -92,8 +92,9 @@ struct RulesetSpec {
   bool gso_native_fast = false;          // true: not those of a flow in the native set
   bool observe_handshakes = false;       // queue QUIC long headers (outbound: decided channel;
                                          // inbound on the channel: observed) for the RTT
-  bool routed = false;                   // the routed native path: only the netdev table,
-                                         // whose chains copy QUIC to `log_group`
+  bool routed = false;                   // the routed native path: the netdev table, whose
+                                         // chains copy QUIC to `log_group`, and the inet
+                                         // table's routed flows (mark_native)
   std::uint16_t log_group = 0;
   std::uint32_t set_size = 65536;        // elements per flow set (invariant 4)
   std::chrono::seconds native_timeout{120};  // a native-set element lives this long
@@ -145,13 +146,18 @@ std::string iptables_remove_legacy_text();
 // ("watchports", both families, no timeout: the daemon deletes what it added, WatchedPorts),
 // which inbound packets meet before the watch set's lookup: `add element inet quicstep
 // watchports { 40000 }`.
-enum class FlowSet : std::uint8_t { native, channel, watch, watch_port };
+// The routed native path's flows ("routed4", "routed6": server address . client port .
+// server port, the selector its per-flow ip rules had; no timeout, the daemon deletes what it
+// added) live in `table inet T`, whose chains mark their packets mark_native (a route chain
+// on output, a filter chain at prerouting for forwarded ones): `add element inet quicstep
+// routed4 { 198.18.10.10 . 40000 . 443 }`.
+enum class FlowSet : std::uint8_t { native, channel, watch, watch_port, routed };
 std::string_view to_string(FlowSet s);
 std::string add_element_text(std::string_view table, FlowSet set, const common::FlowKey& flow,
                              std::chrono::seconds timeout);
 std::string delete_element_text(std::string_view table, FlowSet set,
                                 const common::FlowKey& flow);
-// "native4", "watch6", ...: the set of `set` that holds flows of `flow`'s family
+// "native4", "watch6", "routed4", ...: the set of `set` that holds flows of `flow`'s family
 // ("watchports" for watch_port).
 std::string set_name(FlowSet set, const common::FlowKey& flow);
 
@@ -170,7 +176,8 @@ std::string element_op_text(std::string_view table, const SetElementOp& op);
 // 2 octets and 2 zero octets), so 16 octets for IPv4 and 40 for IPv6.
 std::vector<std::uint8_t> set_element_key(const common::FlowKey& flow);
 // The key of `flow`'s element in `set`: the above, or for watch_port the client port alone
-// (2 octets, network byte order: the set has a single 2-octet field).
+// (2 octets, network byte order: the set has a single 2-octet field), or for routed the
+// server address, client port and server port (each in its 4-octet slot: 12 or 24 octets).
 std::vector<std::uint8_t> set_element_key(FlowSet set, const common::FlowKey& flow);
 
 }  // namespace quicstep::client::kernel

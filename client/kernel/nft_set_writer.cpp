@@ -32,7 +32,8 @@ std::size_t build_op(char* buf, std::string_view table, const SetElementOp& op,
   nftnl_set_elem* elem = nftnl_set_elem_alloc();  // owned by the set once added
   const std::vector<std::uint8_t> key = set_element_key(op.set, op.flow);
   nftnl_set_elem_set(elem, NFTNL_SET_ELEM_KEY, key.data(), static_cast<std::uint32_t>(key.size()));
-  if (op.add && op.set != FlowSet::watch_port) {  // watchports has no timeouts
+  // watchports and routed4/6 have no timeouts
+  if (op.add && op.set != FlowSet::watch_port && op.set != FlowSet::routed) {
     nftnl_set_elem_set_u64(elem, NFTNL_SET_ELEM_TIMEOUT,
                            static_cast<std::uint64_t>(op.timeout.count()) * 1000);
   }

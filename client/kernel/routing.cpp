@@ -56,6 +56,9 @@ std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec&
       cmds.push_back({"ip", fam, "route", "replace", "default", "dev", s.channel_interface,
                       "src", *source, "table", table});
     }
+    // The flows moved native (their packets marked by the routed table's chains).
+    cmds.push_back({"ip", fam, "rule", "add", "fwmark", mark_text(s.native_mark, s.mark_mask),
+                    "lookup", "main", "priority", std::to_string(s.flow_priority())});
     std::uint32_t prio = s.flow_priority() + 1;
     auto rule = [&](std::vector<std::string> selector, bool unreachable, std::uint32_t p) {
       std::vector<std::string> c{"ip", fam, "rule", "add"};
@@ -119,7 +122,8 @@ int remove_routing(const RoutingSpec& s) {
       }
     }
   }
-  // The routed native path's rules (a config may have switched): any number per flow.
+  // The routed native path's rules (a config may have switched; earlier versions had one
+  // per native flow at flow_priority): any number at each priority.
   FibRuleWriter writer;
   if (writer.open()) {
     for (auto family : {common::IpFamily::v4, common::IpFamily::v6}) {

@@ -8,8 +8,12 @@
 // table (`routed_table`, whose default route through the channel names the native source
 // address, so that a socket that connects through it keeps that address when its flow moves
 // native), each followed by `unreachable`; the channel's endpoints and native_prefixes go
-// to main before them (DNS to a native prefix still takes the channel). A flow that moves
-// native gets a rule of its own at `flow_priority`, ahead of all of them (fib_rule_writer).
+// to main before them (DNS to a native prefix still takes the channel). Ahead of all of
+// them, at `flow_priority`, one rule per family sends packets marked `native_mark` to main:
+// the flows moved native are elements of the routed nft table's sets, whose chains mark
+// their packets (nft_rules.hpp, "routed flows"). One rule, whatever the number of flows
+// (a rule per flow cost every route lookup ~17 ns per rule: 53x at 10,000 flows,
+// tests/results/2026-12-04-rule-scale.md).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,7 @@ struct RoutingSpec {
   std::uint32_t priority = 10100;  // first rule's priority; two per mark, consecutive
 
   bool routed = false;  // the routed native path: the rules below instead of the marks'
+  std::uint32_t native_mark = 0x52;  // (value/mark_mask) a flow moved native: main
   std::uint32_t routed_table = 51821;
   std::vector<std::uint16_t> quic_ports = {443};
   bool dns_to_channel = true;
@@ -39,7 +44,7 @@ struct RoutingSpec {
   std::string source_v4, source_v6;
   std::string channel_interface;
 
-  // The per-flow rules' priority, then the routed rules' (flow_priority + 1 ..).
+  // The native flows' rule's priority, then the routed rules' (flow_priority + 1 ..).
   std::uint32_t flow_priority() const { return priority + 20; }
   static constexpr std::uint32_t kRoutedPriorities = 11;  // flow rules included
 };

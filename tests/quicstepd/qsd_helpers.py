@@ -1,5 +1,6 @@
 """Helpers for the quicstepd lab tests: the daemon, captures, gtlsserver/gtlsclient, and
 reading captures with quicstep-inspect. Processes are tracked and ended by PID only."""
+import json
 import os
 import shutil
 import subprocess
@@ -56,14 +57,18 @@ def guard_pinned():
     return os.path.isdir(GUARD_PIN_DIR) and bool(os.listdir(GUARD_PIN_DIR))
 
 
-def flow_rules(netns, priority=10120):
-    """The routed native path's per-flow rules (`ip rule` lines at their priority)."""
-    out = ""
-    for fam in ("-4", "-6"):
-        out += subprocess.run(["ip", "netns", "exec", netns, "ip", fam, "rule", "show",
-                               "priority", str(priority)], capture_output=True,
-                              text=True).stdout
-    return [line for line in out.splitlines() if line.strip()]
+def flow_rules(netns):
+    """The routed native path's flows moved native: the elements of its sets routed4/6
+    (server . client port . server port), as `to SERVER sport P dport Q` lines."""
+    lines = []
+    for name in ("routed4", "routed6"):
+        out = subprocess.run(["ip", "netns", "exec", netns, "nft", "-j", "list", "set", "inet",
+                              "quicstep", name], capture_output=True, text=True).stdout
+        for item in json.loads(out or '{"nftables": []}')["nftables"]:
+            for elem in item.get("set", {}).get("elem", []):
+                server, sport, dport = elem["concat"]
+                lines.append(f"to {server} sport {sport} dport {dport}")
+    return lines
 
 
 def native_set_has(netns, server, port=443):

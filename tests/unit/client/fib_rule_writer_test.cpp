@@ -124,7 +124,8 @@ TEST(ParseRuleCommand, EveryGeneratedRuleParses) {
       EXPECT_TRUE(parse_rule_command(cmd).has_value()) << net::describe(cmd, {});
     }
   }
-  EXPECT_EQ(rules, 8 + 2 * (1 + 4 + 1 + 2 + 4));
+  // Per family: the native flows' fwmark rule, exempt, DNS, native prefix, TCP, QUIC.
+  EXPECT_EQ(rules, 8 + 2 * (1 + 1 + 4 + 1 + 2 + 4));
   auto r = parse_rule_command({"ip", "-4", "rule", "add", "fwmark", "0x53/0xff", "lookup",
                                "51820", "priority", "10102"});
   ASSERT_TRUE(r);

@@ -444,7 +444,7 @@ using quicstep::test_support::failure_text;
 
 // The routed native path: the channel device's table alone (nothing on the output hook, so
 // native packets meet no netfilter chain), copies of the channel's QUIC to the log group.
-TEST(NftRulesRouted, OnlyTheDeviceTableCopiesQuicToTheLogGroup) {
+TEST(NftRulesRouted, TheDeviceTableCopiesQuicAndTheFlowSetsMarkNative) {
   RulesetSpec s;
   s.channel_interface = "qsw-client";
   s.stateless = true;
@@ -455,10 +455,20 @@ TEST(NftRulesRouted, OnlyTheDeviceTableCopiesQuicToTheLogGroup) {
   s.tunnel_v6 = "fd77::2";
   ASSERT_EQ(failure_text(check_spec(s)), "");
   const std::string t = ruleset_text(s);
-  EXPECT_FALSE(has(t, "table inet quicstep {"));
-  EXPECT_FALSE(has(t, "hook output"));
-  EXPECT_FALSE(has(t, "hook prerouting"));
   EXPECT_TRUE(has(t, "delete table inet quicstep"));  // a queue path's table goes
+  // The inet table holds only the native flows' sets and the two chains that mark them.
+  EXPECT_TRUE(has(t, "set routed4 {\n    type ipv4_addr . inet_service . inet_service\n"));
+  EXPECT_TRUE(has(t, "set routed6 {\n    type ipv6_addr . inet_service . inet_service\n"));
+  EXPECT_FALSE(has(t, "set native4"));
+  EXPECT_FALSE(has(t, "queue"));
+  const std::string mark = "meta mark set meta mark & 0xffffff00 | 0x52";
+  for (const char* name : {"routed_out", "routed_forward"}) {
+    const std::string c = chain(t, name);
+    EXPECT_TRUE(has(c, "ip daddr . udp sport . udp dport @routed4 " + mark)) << c;
+    EXPECT_TRUE(has(c, "ip6 daddr . udp sport . udp dport @routed6 " + mark)) << c;
+  }
+  EXPECT_TRUE(has(chain(t, "routed_out"), "type route hook output priority mangle;"));
+  EXPECT_TRUE(has(chain(t, "routed_forward"), "type filter hook prerouting priority mangle;"));
   const std::string out = chain(t, "channel_egress");
   // Copied before the source rewrite: the daemon sees the flow's local address.
   const auto log = out.find("meta l4proto udp th dport { 443, 8443 } log group 7\n");
@@ -494,6 +504,7 @@ TEST(NftRulesRouted, RoutingSendsDnsTcpAndQuicToTheChannelTableAndFailsClosed) {
   }
   const std::vector<std::string> want = {
       "ip -4 route replace default dev qsw-client src 198.18.1.2 table 51821",
+      "ip -4 rule add fwmark 0x52/0xff lookup main priority 10120",
       "ip -4 rule add to 198.18.3.2 lookup main priority 10121",
       "ip -4 rule add ipproto udp dport 53 lookup 51821 priority 10122",
       "ip -4 rule add ipproto udp dport 53 unreachable priority 10123",

@@ -1,0 +1,197 @@
+// The routed native path's flows against the kernel, in a private network namespace of a
+// child process (root only; skipped otherwise): the routed ruleset (nft_rules.hpp) and the
+// routing's rules (routing.hpp) installed as the daemon installs them, with a channel device
+// and a native one (veths without ARP or IPv6, whose transmit counters tell where a
+// datagram left). A QUIC
+// datagram takes the channel; once its flow is an element of routed4/6 (NftSetWriter, as
+// RoutedPath adds it) it leaves natively, by the one fwmark rule, from connected and
+// unconnected sockets alike; deleted, it takes the channel again; another flow to the same
+// server never left the channel. A replaced table starts empty.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/kernel/nft_rules.hpp"
+#include "client/kernel/nft_set_writer.hpp"
+#include "client/kernel/routing.hpp"
+#include "common/flow_key.hpp"
+#include "net/process.hpp"
+#include "unit/client/private_netns.hpp"
+
+namespace quicstep::client::kernel {
+namespace {
+
+std::string run(const std::vector<std::string>& cmd, const std::string& input = {}) {
+  auto r = net::run_process(cmd, input);
+  return r.ok() ? "" : net::describe(cmd, r);
+}
+
+// Packets a device has sent (`ip -j -s link show`: netlink, this namespace).
+long tx_packets(const std::string& dev) {
+  auto r = net::run_process({"ip", "-j", "-s", "link", "show", "dev", dev});
+  if (!r.ok()) return -1;
+  auto j = nlohmann::json::parse(r.output, nullptr, false);
+  if (!j.is_array() || j.empty()) return -1;
+  return j[0]["stats64"]["tx"]["packets"].get<long>();
+}
+
+// One datagram from local port `sport` to server:443, by an unconnected socket (sendto) or a
+// connected one (connect, send). Returns "" or the failing call.
+std::string send_from(std::uint16_t sport, const char* server, bool connected) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return "socket";
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_port = htons(sport);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(443);
+  inet_pton(AF_INET, server, &to.sin_addr);
+  std::string why;
+  const char payload[64] = {0x40};  // a short header's first octet
+  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+    why = std::string("bind: ") + std::strerror(errno);
+  } else if (connected) {
+    if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 ||
+        send(fd, payload, sizeof payload, 0) != static_cast<ssize_t>(sizeof payload)) {
+      why = std::string("connected send: ") + std::strerror(errno);
+    }
+  } else if (sendto(fd, payload, sizeof payload, 0, reinterpret_cast<sockaddr*>(&to),
+                    sizeof to) != static_cast<ssize_t>(sizeof payload)) {
+    why = std::string("sendto: ") + std::strerror(errno);
+  }
+  close(fd);
+  return why;
+}
+
+common::IpAddress address(const char* text) {
+  common::IpAddress a;
+  if (inet_pton(AF_INET, text, a.bytes.data()) == 1) {
+    a.family = common::IpFamily::v4;
+  } else {
+    a.family = common::IpFamily::v6;
+    inet_pton(AF_INET6, text, a.bytes.data());
+  }
+  return a;
+}
+
+common::FlowKey flow(const char* client, std::uint16_t sport, const char* server) {
+  common::FlowKey k;
+  k.client = address(client);
+  k.server = address(server);
+  k.client_port = sport;
+  k.server_port = 443;
+  k.protocol = 17;
+  return k;
+}
+
+TEST(RoutedFlows, AnElementSendsItsFlowNativeByTheOneMarkRule) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
+  EXPECT_EQ(in_private_netns([]() -> std::string {
+              for (const auto& cmd : std::vector<std::vector<std::string>>{
+                       {"ip", "link", "set", "lo", "up"},
+                       {"ip", "link", "add", "qsn0", "type", "veth", "peer", "name", "qsn1"},
+                       {"ip", "link", "add", "qsc0", "type", "veth", "peer", "name", "qsc1"},
+                       // Only the test's datagrams counted: no ARP, no IPv6's own packets.
+                       {"sysctl", "-qw", "net.ipv6.conf.qsn0.disable_ipv6=1"},
+                       {"sysctl", "-qw", "net.ipv6.conf.qsc0.disable_ipv6=1"},
+                       {"ip", "link", "set", "qsn0", "arp", "off"},
+                       {"ip", "link", "set", "qsc0", "arp", "off"},
+                       {"ip", "link", "set", "qsn1", "up"},
+                       {"ip", "link", "set", "qsc1", "up"},
+                       {"ip", "addr", "add", "198.18.70.2/24", "dev", "qsn0"},
+                       {"ip", "addr", "add", "10.70.0.2/32", "dev", "qsc0"},
+                       {"ip", "link", "set", "qsn0", "up"},
+                       {"ip", "link", "set", "qsc0", "up"},
+                       {"ip", "route", "add", "default", "via", "198.18.70.1", "dev", "qsn0"}}) {
+                if (auto e = run(cmd); !e.empty()) return e;
+              }
+              RoutingSpec routing;
+              routing.routed = true;
+              routing.channel_interface = "qsc0";
+              routing.source_v4 = "198.18.70.2";
+              RulesetSpec spec;
+              spec.routed = true;
+              spec.stateless = true;
+              spec.channel_interface = "qsc0";
+              spec.tunnel_v4 = "10.70.0.2";
+              for (const auto& cmd : routed_routing_commands(routing)) {
+                if (auto e = run(cmd); !e.empty()) return e;
+              }
+              if (auto e = run({"nft", "-f", "-"}, ruleset_text(spec)); !e.empty()) return e;
+              NftSetWriter writer;
+              if (auto opened = writer.open(); !opened) return opened.error().message;
+              const char* server = "198.18.71.10";
+              // Where one datagram of each kind leaves: "native", "channel" or what failed.
+              auto where = [&](std::uint16_t sport, bool connected) -> std::string {
+                const long n0 = tx_packets("qsn0"), c0 = tx_packets("qsc0");
+                if (auto e = send_from(sport, server, connected); !e.empty()) return e;
+                const long n1 = tx_packets("qsn0"), c1 = tx_packets("qsc0");
+                if (n1 - n0 == 1 && c1 == c0) return "native";
+                if (c1 - c0 == 1 && n1 == n0) return "channel";
+                return "native +" + std::to_string(n1 - n0) + ", channel +" +
+                       std::to_string(c1 - c0);
+              };
+              auto expect = [&](std::uint16_t sport, const std::string& want,
+                                const char* when) -> std::string {
+                for (bool connected : {false, true}) {
+                  const std::string got = where(sport, connected);
+                  if (got != want) {
+                    return std::string(when) + (connected ? ", connected" : ", unconnected") +
+                           ": " + got + ", want " + want;
+                  }
+                }
+                return "";
+              };
+              if (auto e = expect(40000, "channel", "before"); !e.empty()) return e;
+              const SetElementOp add{true, FlowSet::routed, flow("198.18.70.2", 40000, server),
+                                     {}};
+              if (auto done = writer.apply(spec.table, std::span(&add, 1)); !done) {
+                return "add: " + done.error().first;
+              }
+              if (auto e = expect(40000, "native", "element added"); !e.empty()) return e;
+              if (auto e = expect(40001, "channel", "another port"); !e.empty()) return e;
+              const SetElementOp del{false, FlowSet::routed, flow("198.18.70.2", 40000, server),
+                                     {}};
+              if (auto done = writer.apply(spec.table, std::span(&del, 1)); !done) {
+                return "delete: " + done.error().first;
+              }
+              if (auto e = expect(40000, "channel", "element deleted"); !e.empty()) return e;
+              // Added again, then the table replaced (a restart, a heal): empty again.
+              if (auto done = writer.apply(spec.table, std::span(&add, 1)); !done) {
+                return "add again: " + done.error().first;
+              }
+              if (auto e = run({"nft", "-f", "-"}, ruleset_text(spec)); !e.empty()) return e;
+              if (auto e = expect(40000, "channel", "table replaced"); !e.empty()) return e;
+              return "";
+            }),
+            "");
+}
+
+TEST(RoutedFlows, ElementTextAndKey) {
+  const common::FlowKey v4 = flow("198.18.1.2", 40000, "198.18.10.10");
+  EXPECT_EQ(set_name(FlowSet::routed, v4), "routed4");
+  EXPECT_EQ(add_element_text("quicstep", FlowSet::routed, v4, {}),
+            "add element inet quicstep routed4 { 198.18.10.10 . 40000 . 443 }\n");
+  EXPECT_EQ(delete_element_text("quicstep", FlowSet::routed, v4),
+            "delete element inet quicstep routed4 { 198.18.10.10 . 40000 . 443 }\n");
+  const std::vector<std::uint8_t> want = {198, 18, 10, 10, 0x9c, 0x40, 0, 0, 0x01, 0xbb, 0, 0};
+  EXPECT_EQ(set_element_key(FlowSet::routed, v4), want);
+  common::FlowKey v6 = v4;
+  v6.client = address("2001:db8:1::2");
+  v6.server = address("2001:db8:10::10");
+  EXPECT_EQ(set_name(FlowSet::routed, v6), "routed6");
+  EXPECT_EQ(set_element_key(FlowSet::routed, v6).size(), 24u);
+}
+
+}  // namespace
+}  // namespace quicstep::client::kernel
