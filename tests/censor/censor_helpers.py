@@ -64,14 +64,18 @@ def chromium_fetch(workdir, name, url, spki, flags, timeout=20):
     return "censor test page" in res.stdout, time.time() - t0, res.stdout
 
 
-def gtlsclient_fetch(workdir, name, host, timeout=8, resource="index.html", size=None):
+def gtlsclient_fetch(workdir, name, host, timeout=8, resource="index.html", size=None,
+                     address=None):
     """gtlsclient fetches /resource from host:443 (a name: it resolves through the client's
-    resolver and sends it as SNI); returns (ok, seconds). With `size`, ok means the file
-    arrived whole; else that it is the test page."""
+    resolver and sends it as SNI; with `address`, it connects there and sends host as SNI);
+    returns (ok, seconds). With `size`, ok means the file arrived whole; else that it is the
+    test page."""
     out = os.path.join(workdir, f"dl-{name}")
     os.makedirs(out, exist_ok=True)
+    target = [f"--sni={host}", address] if address else [host]
     argv = ["ip", "netns", "exec", "qs-client", "timeout", "-k", "2", str(timeout), "gtlsclient", "--quiet",
-            "--exit-on-all-streams-close", f"--download={out}", host, "443", f"https://{host}/{resource}"]
+            "--exit-on-all-streams-close", f"--download={out}", *target, "443",
+            f"https://{host}/{resource}"]
     t0 = time.time()
     res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 10)
     path = os.path.join(out, resource)

@@ -13,7 +13,7 @@ import subprocess
 import time
 import unittest
 
-from qs_support import artifacts
+from qs_support import artifacts, captures
 from tests.censor.censor_helpers import (BIG_SIZE, Procs, WORK, censor_lab, chromium_fetch,
                                          curl_fetch, gtlsclient_fetch, lab_helpers, make_site,
                                          wait_lab_idle, wait_listening)
@@ -310,6 +310,54 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertGreater(native["bytes"] + native["in_bytes"],
                            before["paths"]["native"]["bytes"] + before["paths"]["native"]["in_bytes"]
                            + BIG_SIZE, "the bulk went native after the restart")
+
+    def test_6_wireguard_blocked_bulk_native_both_families(self):
+        """WireGuard blocked, the forwarder's tunnel as the channel: a 10 MB fetch of
+        blocked.test over IPv4 and one over IPv6 (the server's address, blocked.test as SNI:
+        IPv6 through the tunnel) each go 99% native by the captures (the censor's
+        client-facing link, the tunnel's far end at the provider), the handshakes through
+        the tunnel, no DNS, TCP or long header leaked, and the censor saw no name."""
+        censor_lab.start(["--block-wireguard"])
+        ifname, server, _ = self.start_forwarded_tunnel()
+        self.start_interface_daemon(ifname, server)
+        with open(os.path.join(WORKDIR, "htdocs", "10M.bin"), "wb") as f:
+            f.write(os.urandom(10 * 1000 * 1000))
+        srv = self.lab["servers"][0]
+        first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
+        c = self.lab["client"]
+        native_addrs = set(c["native"]["v4"] + c["native"]["v6"])
+        censor_ns, censor_if = self.lab["censor"]["netns"], self.lab["censor"]["client_interface"]
+        for family, address in (("v4", first(srv["v4"])), ("v6", first(srv["v6"]))):
+            native = os.path.join(WORKDIR, f"bulk-{family}-native.pcap")
+            channel = os.path.join(WORKDIR, f"bulk-{family}-tunnel.pcap")
+            caps = [captures.start(self.procs, censor_ns, censor_if, native),
+                    captures.start(self.procs, self.lab["provider"]["netns"], "qs-ptun0",
+                                   channel)]
+            ok, secs = gtlsclient_fetch(WORKDIR, f"bulk-{family}", "blocked.test", timeout=60,
+                                        resource="10M.bin", size=10 * 1000 * 1000,
+                                        address=address)
+            time.sleep(1.5)  # the capture ring hands over a block at least every second
+            for p in caps:
+                self.procs.stop(p)
+            for path in (native, channel):
+                self.assertEqual(captures.drops(path), 0, f"{path}: tcpdump dropped packets")
+            npk, cpk = captures.inspect(native), captures.inspect(channel)
+            nat_b, ch_b = captures.quic_bytes(npk, address), captures.quic_bytes(cpk, address)
+            share = nat_b / max(1, nat_b + ch_b)
+            initials = [p for p in cpk if p.get("dst") == address and any(
+                q.get("type") == "initial" for q in p.get("quic", []))]
+            bad = captures.leaks(npk, native_addrs)
+            print(f"\n[interface channel, WireGuard blocked] 10 MB over {family}: "
+                  f"{'ok' if ok else 'FAILED'} in {secs:.2f}s; native {nat_b} B, tunnel {ch_b} B "
+                  f"(native share {share:.4f}); {len(initials)} Initials through the tunnel; "
+                  f"{len(bad)} leaks")
+            self.assertTrue(ok, f"the 10 MB fetch over {family}")
+            self.assertEqual(bad[:5], [], f"leaked on the native link ({family})")
+            self.assertTrue(initials, f"no Initial through the tunnel ({family})")
+            self.assertGreaterEqual(share, 0.99, f"native share over {family}")
+        fired = sorted({d["rule"] for d in self.blocks()})
+        self.assertEqual([r for r in fired if r != "wireguard"], [],
+                         "the censor saw a blocked name")
 
 if __name__ == "__main__":
     unittest.main()
