@@ -11,6 +11,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "client/kernel/link_header.hpp"
 #include "common/ip_packet.hpp"
 #include "net/clock.hpp"
 #include "net/process.hpp"
@@ -62,12 +63,12 @@ ng_flow_key guard_key(const common::FlowKey& flow) {
 }
 
 bool RoutedPath::has_socket(const common::FlowKey& flow) {
-  const auto sockets = sockets_.sockets_on_port(flow.client_port);
+  const std::optional<bool> carried = sockets_.may_carry(flow);
+  if (carried) return *carried;
+  ++stats_.socket_lookup_failures;
   // Not known: assume it has. A stale rule costs a lookup; a deleted live one sends the
   // flow back through the channel, where the classifier moves it again.
-  if (!sockets) return true;
-  return std::any_of(sockets->begin(), sockets->end(),
-                     [&](const UdpSocketId& s) { return socket_may_carry(s, flow); });
+  return true;
 }
 
 std::vector<common::FlowKey> RoutedPath::drain_closed_sockets() {
@@ -134,8 +135,16 @@ void RoutedPath::schedule(const common::FlowKey& flow, common::Timestamp due, bo
   if (!fresh) return;  // rule added or due already
   flows_by_port_.emplace(flow.client_port, flow);
   f.watch = watch;
-  f.due = due < now ? now : due;
-  if (f.due <= now) add_rule(flow, f);
+  if (due <= now) {
+    add_rule(flow, f);
+  } else {
+    set_due(flow, f, due);
+  }
+}
+
+void RoutedPath::set_due(const common::FlowKey& key, Flow& f, common::Timestamp at) {
+  f.due = at;
+  due_.push({at, key});
 }
 
 void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
@@ -143,6 +152,7 @@ void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
   if (f.watch && !f.watching && guard_) {
     if (auto watched = guard_->watch(guard_key(key)); watched) {
       f.watching = true;
+      watching_.insert(key);
     } else {
       ++stats_.watch_failures;
       spdlog::debug("watch {}:{}: {}", key.server.to_string(), key.client_port,
@@ -165,6 +175,7 @@ void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
 
 void RoutedPath::unwatch(const common::FlowKey& key, Flow& f) {
   if (f.watching && guard_) guard_->unwatch(guard_key(key));
+  if (f.watching) watching_.erase(key);
   f.watching = false;
   f.watch = false;
 }
@@ -207,7 +218,7 @@ void RoutedPath::on_event(const FlowEvent& e, common::Timestamp now) {
       if (f.rule && has_socket(e.flow)) {
         unwatch(e.flow, f);
         f.orphan = true;
-        f.due = now + options_.orphan_check;
+        set_due(e.flow, f, now + options_.orphan_check);
         ++stats_.orphans_kept;
       } else {
         drop(e.flow, f);
@@ -216,41 +227,48 @@ void RoutedPath::on_event(const FlowEvent& e, common::Timestamp now) {
   }
 }
 
+// Only what is due (the heap's earliest entries; an entry whose flow went or got another
+// time since is stale and skipped) and the watched flows: not every flow at every tick, which
+// took the daemon's loop at 5,000 flows (bench_flow_scale).
 void RoutedPath::on_timer(common::Timestamp now) {
   core::Classifier& classifier = *ctx_.classifier;
   last_tick_ = now;
   std::vector<common::FlowKey> gone;
-  for (auto& [key, f] : flows_) {
-    if (!f.rule && f.due <= now) add_rule(key, f);
-    if (f.orphan && f.due <= now) {
-      if (has_socket(key)) {
-        f.due = now + options_.orphan_check;
-      } else {
-        gone.push_back(key);
-      }
-      continue;
+  while (!due_.empty() && due_.top().at <= now) {
+    const Due d = due_.top();
+    due_.pop();
+    auto it = flows_.find(d.flow);
+    if (it == flows_.end() || it->second.due != d.at) continue;  // stale
+    Flow& f = it->second;
+    if (!f.rule) add_rule(d.flow, f);
+    if (!f.orphan) continue;
+    if (has_socket(d.flow)) {
+      set_due(d.flow, f, now + options_.orphan_check);
+    } else {
+      gone.push_back(d.flow);
     }
-    if (!f.watching || !guard_) continue;
-    ng_flow_state st{};
-    if (!guard_->watched(guard_key(key), &st)) continue;
-    const std::uint64_t total = st.sent;
-    const std::uint64_t sent = total - std::min(total, f.sent_seen);
-    f.sent_seen = total;
-    const common::Timestamp answered{static_cast<std::int64_t>(st.first_answer_ns)};
-    classifier.native_report(key, sent, answered, now);
   }
-  for (const auto& key : gone) drop(key, flows_.at(key));
+  if (guard_) {
+    for (const auto& key : watching_) {
+      Flow& f = flows_.at(key);
+      ng_flow_state st{};
+      if (!guard_->watched(guard_key(key), &st)) continue;
+      const std::uint64_t total = st.sent;
+      const std::uint64_t sent = total - std::min(total, f.sent_seen);
+      f.sent_seen = total;
+      const common::Timestamp answered{static_cast<std::int64_t>(st.first_answer_ns)};
+      classifier.native_report(key, sent, answered, now);
+    }
+  }
+  for (const auto& key : gone) {
+    if (auto it = flows_.find(key); it != flows_.end()) drop(key, it->second);
+  }
 }
 
 common::Timestamp RoutedPath::next_timer() const {
-  common::Timestamp next{std::numeric_limits<std::int64_t>::max()};
-  bool watching = false;
-  for (const auto& [key, f] : flows_) {
-    if (!f.rule || f.orphan) next = std::min(next, f.due);
-    if (f.watching) watching = true;
-  }
+  common::Timestamp next = due_.empty() ? common::Timestamp::never() : due_.top().at;
   // While any flow is watched: every watch_poll.
-  if (watching) next = std::min(next, last_tick_ + options_.watch_poll);
+  if (!watching_.empty()) next = std::min(next, last_tick_ + options_.watch_poll);
   return next;
 }
 
@@ -260,11 +278,7 @@ std::size_t RoutedPath::flows_with_rule() const {
   return n;
 }
 
-std::size_t RoutedPath::flows_watched() const {
-  std::size_t n = 0;
-  for (const auto& [key, f] : flows_) n += f.watching ? 1 : 0;
-  return n;
-}
+std::size_t RoutedPath::flows_watched() const { return watching_.size(); }
 
 common::Outcome RoutedPath::start() {
   kernel::RoutingSpec& routing = ctx_.routing_spec;
@@ -289,6 +303,7 @@ common::Outcome RoutedPath::start() {
                                  d.native_prefixes_v6.end());
   o.orphan_check = ctx_.config.policy.flows.idle_timeout;
   if (auto why = open_guard(o); !why) return why;
+  channel_ethernet_ = kernel::is_ethernet_device(d.channel_interface);
   if (auto why = ctx_.routing.install(routing); !why) {
     return common::Failure("ip rule: " + why.error().message);
   }
@@ -311,6 +326,11 @@ std::vector<EventSource> RoutedPath::sources() {
        [this] { observer_.drain([this](const kernel::ObservedPacket& p) { observe(p); }); }},
       {sockets_.fd(),
        [this] {
+         // The copies queued first: a packet sent before its socket closed was copied then,
+         // and its copy handled after the close would make the flow again, with nothing
+         // left to announce its end (its element stayed: seen with 2,000 flows closing).
+         observer_.drain([this](const kernel::ObservedPacket& p) { observe(p); },
+                         std::numeric_limits<int>::max());  // all of them (4 MB at most)
          const common::Timestamp now = net::monotonic_now();
          for (const auto& flow : drain_closed_sockets()) ctx_.classifier->forget(flow, now);
        }},
@@ -324,9 +344,13 @@ void RoutedPath::observe(const kernel::ObservedPacket& p) {
     classifier.classify(p.payload, core::Direction::inbound_channel, now);
     return;
   }
-  const core::Decision d = classifier.classify(p.payload, core::Direction::outbound, now);
+  // Copied at the channel device's egress: after its link-layer header, if it has one.
+  const std::optional<common::Bytes> packet = kernel::egress_ip_packet(p.payload,
+                                                                       channel_ethernet_);
+  if (!packet) return;
+  const core::Decision d = classifier.classify(*packet, core::Direction::outbound, now);
   if (d.path != core::Path::native) return;
-  auto ip = common::parse_ip_packet(p.payload);
+  auto ip = common::parse_ip_packet(*packet);
   if (!ip.ok()) return;
   const auto key = common::FlowKey::from_client(*ip);
   const core::FlowEntry* f = classifier.find_flow(key);
@@ -364,6 +388,7 @@ void RoutedPath::follow_network(const NativeSources& sources) {
 }
 
 void RoutedPath::on_channel_recreated() {
+  channel_ethernet_ = kernel::is_ethernet_device(options_.channel_interface);
   if (auto done = restore_channel_routes(); !done) spdlog::error("{}", done.error().message);
 }
 
@@ -396,7 +421,7 @@ void RoutedPath::on_table_replaced() {
     if (!f.rule) continue;
     f.rule = false;
     f.restoring = true;
-    f.due = now;
+    set_due(key, f, now);
   }
 }
 
@@ -453,6 +478,9 @@ void RoutedPath::add_status_json(nlohmann::json& j) const {
                  {"watch_failures", r.watch_failures},
                  {"orphans_kept", r.orphans_kept},
                  {"sockets_closed", r.sockets_closed},
+                 {"socket_destructions", sockets_.destructions_seen()},
+                 {"socket_overflows", sockets_.overflows()},
+                 {"socket_lookup_failures", r.socket_lookup_failures},
                  {"devices_guarded", r.devices_guarded},
                  {"guard_failures", r.guard_failures},
                  {"guard_restored", r.guard_restored},

@@ -21,9 +21,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <queue>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "client/core/classifier.hpp"
@@ -54,6 +56,7 @@ struct RoutedPathStats {
   std::uint64_t watch_failures = 0;  // the guard's watch map refused a flow
   std::uint64_t orphans_kept = 0;    // forgotten flows whose socket was still there
   std::uint64_t sockets_closed = 0;  // flows ended because their socket closed
+  std::uint64_t socket_lookup_failures = 0;  // a flow's sockets could not be looked up
   std::uint64_t devices_guarded = 0;
   std::uint64_t guard_failures = 0;  // a device the guard could not attach to
   std::uint64_t guard_restored = 0;  // re-attached after another tool detached it
@@ -152,6 +155,8 @@ class RoutedPath final : public NativePath {
     common::Timestamp due;  // rule not yet added: when
     std::uint64_t sent_seen = 0;
   };
+  // The flow's element or socket check is due at `at` (the heap of due_ holds it).
+  void set_due(const common::FlowKey& key, Flow& f, common::Timestamp at);
   void add_rule(const common::FlowKey& key, Flow& f);
   void drop(const common::FlowKey& key, Flow& f);
   void unwatch(const common::FlowKey& key, Flow& f);
@@ -162,11 +167,23 @@ class RoutedPath final : public NativePath {
   RoutedPathOptions options_;
   kernel::NflogObserver observer_;
   kernel::NftSetWriter set_writer_;  // the flows' elements (routed4/6)
+  bool channel_ethernet_ = false;  // the channel device is Ethernet-framed (link_header.hpp)
   kernel::UdpSocketWatch sockets_;
   kernel::KernelProbe source_probe_;  // the native source address at start
   std::unique_ptr<kernel::NativeGuard> guard_;
   std::set<std::string> guarded_;
   std::unordered_map<common::FlowKey, Flow, common::FlowKeyHash> flows_;
+  struct Due {
+    common::Timestamp at;
+    common::FlowKey flow;
+  };
+  struct LaterFirst {
+    bool operator()(const Due& a, const Due& b) const { return b.at < a.at; }
+  };
+  // What comes due (elements to add, orphans' socket checks), earliest first; entries whose
+  // flow went or was given another time since are skipped when they surface.
+  std::priority_queue<Due, std::vector<Due>, LaterFirst> due_;
+  std::unordered_set<common::FlowKey, common::FlowKeyHash> watching_;  // in the guard's map
   // flows_ by client port: a closed socket is matched against the flows on its port only.
   std::unordered_multimap<std::uint16_t, common::FlowKey> flows_by_port_;
   RoutedPathStats stats_;

@@ -102,6 +102,48 @@ bool UdpSocketWatch::drain(const std::function<void(const UdpSocketId&)>& on_clo
   return lost == 0;
 }
 
+std::optional<bool> UdpSocketWatch::may_carry(const common::FlowKey& flow) {
+  if (lookup_ == nullptr) return std::nullopt;
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  nlh->nlmsg_flags = NLM_F_REQUEST;
+  const std::uint32_t seq = seq_++;
+  nlh->nlmsg_seq = seq;
+  auto* req = static_cast<inet_diag_req_v2*>(mnl_nlmsg_put_extra_header(nlh, sizeof(inet_diag_req_v2)));
+  const bool v4 = flow.client.family == common::IpFamily::v4;
+  req->sdiag_family = v4 ? AF_INET : AF_INET6;
+  req->sdiag_protocol = IPPROTO_UDP;
+  req->idiag_states = ~0U;
+  // The kernel looks up the receiving socket of a datagram from idiag_src:idiag_sport to
+  // idiag_dst:idiag_dport ("src and dst are swapped for historical reasons", udp_diag.c):
+  // the server is the source, this host the destination.
+  const std::size_t n = v4 ? 4 : 16;
+  std::memcpy(req->id.idiag_src, flow.server.bytes.data(), n);
+  std::memcpy(req->id.idiag_dst, flow.client.bytes.data(), n);
+  req->id.idiag_sport = htons(flow.server_port);
+  req->id.idiag_dport = htons(flow.client_port);
+  req->id.idiag_cookie[0] = req->id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+  if (mnl_socket_sendto(lookup_, nlh, nlh->nlmsg_len) < 0) return std::nullopt;
+  for (;;) {
+    pollfd p{mnl_socket_get_fd(lookup_), POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) return std::nullopt;
+    const ssize_t got = mnl_socket_recvfrom(lookup_, buf.data(), buf.size());
+    if (got < 0) return std::nullopt;
+    int left = static_cast<int>(got);
+    for (const auto* h = reinterpret_cast<const nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, left);
+         h = mnl_nlmsg_next(h, &left)) {
+      if (h->nlmsg_seq != seq) continue;  // a late answer to an earlier request
+      if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY) return true;
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        const auto* e = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(h));
+        if (e->error == -ENOENT) return false;
+        return std::nullopt;
+      }
+    }
+  }
+}
+
 std::optional<std::vector<UdpSocketId>> UdpSocketWatch::sockets_on_port(std::uint16_t port) {
   if (lookup_ == nullptr) return std::nullopt;
   std::vector<UdpSocketId> out;

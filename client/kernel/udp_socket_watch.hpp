@@ -50,8 +50,14 @@ class UdpSocketWatch {
   // kernel dropped some (the receive buffer overflowed): the caller checks its ports again.
   bool drain(const std::function<void(const UdpSocketId&)>& on_closed);
   // The UDP sockets (IPv4 and IPv6) bound to local `port`; nullopt if the kernel could not be
-  // asked.
+  // asked. A dump of every UDP socket, filtered here: O(sockets) a call.
   std::optional<std::vector<UdpSocketId>> sockets_on_port(std::uint16_t port);
+  // Whether a socket of this namespace would receive `flow`'s answers (outbound orientation:
+  // client = this host), i.e. could carry the flow: one exact request (sock_diag's lookup of
+  // the socket an incoming datagram from the server would reach: connected, bound, or
+  // dual-stack), microseconds whatever the number of sockets. nullopt if the kernel could not
+  // be asked.
+  std::optional<bool> may_carry(const common::FlowKey& flow);
 
   std::uint64_t destructions_seen() const { return seen_; }
   std::uint64_t overflows() const { return overflows_; }

@@ -83,6 +83,16 @@ std::string watch_sockets() {
   any.server = kOther;
   if (!socket_may_carry(on40001->front(), any)) return "an unconnected socket carries any peer";
   if (auto none = w.sockets_on_port(40002); !none || !none->empty()) return "a port with no socket";
+  // The exact lookup agrees: the connected socket carries its own flow only, the unconnected
+  // one any peer's on its port, a port without a socket nothing.
+  if (w.may_carry(flow) != true) return "may_carry: the connected socket's own flow";
+  other = flow;
+  other.server = kOther;
+  if (w.may_carry(other) != false) return "may_carry: another peer's flow on a connected port";
+  if (w.may_carry(any) != true) return "may_carry: any peer on the unconnected port";
+  FlowKey nobody = flow;
+  nobody.client_port = 40002;
+  if (w.may_carry(nobody) != false) return "may_carry: a port with no socket";
 
   if (!closed_within(w, 0).empty()) return "a destruction announced before any close";
   close(connected);
@@ -95,6 +105,7 @@ std::string watch_sockets() {
   if (auto gone = w.sockets_on_port(40000); !gone || !gone->empty()) {
     return "the closed socket is still found";
   }
+  if (w.may_carry(flow) != false) return "may_carry: the closed socket's flow";
   close(unconnected);
   closed = closed_within(w, 2000);
   if (closed.size() != 1 || closed[0].local_port != 40001 || closed[0].remote_port != 0) {
