@@ -223,17 +223,7 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         ok, secs = gtlsclient_fetch(WORKDIR, "if-big", "blocked.test", timeout=60,
                                     resource="big.bin", size=BIG_SIZE)
         results.append(("gtlsclient-big", ok, secs))
-        # The health from the device's counters: `working` in a second in which answers
-        # came, `idle` in a quiet one (no handshake time keeps it working, as WireGuard's
-        # does). Lookups through the channel until a reading sees them answered.
-        deadline = time.time() + 8
-        while True:
-            lab_helpers.in_host(self.lab, "client", "dig", "+short", "+tries=1", "+time=2",
-                                "open.test", check=False)
-            st = self.daemon_status()
-            if st["channel"]["health"] == "working" or time.time() > deadline:
-                break
-            time.sleep(0.3)
+        st = qsd.wait_channel_working(self.lab, self.daemon_status)
         stats = censor_lab.fresh_stats()
         fired = sorted({d["rule"] for d in self.blocks()})
         for client in ("gtlsclient", "chromium", "gtlsclient-big"):

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 # What the tests share with the tools (the daemon, captures, processes, certificates) lives
 # in qs_support; re-exported here for the quicstepd tests.
@@ -31,6 +32,21 @@ def make_site(workdir, size_mb):
         f.write(os.urandom(size_mb * 1000 * 1000))
     key, cert, _ = certs.make_certificate(workdir)
     return htdocs, key, cert
+
+
+def wait_channel_working(lab, read_status, seconds=8):
+    """An interface channel's health comes from its device's counters: `working` in a second
+    in which answers came, `idle` in a quiet one (no handshake time keeps it working, as
+    WireGuard's does). Lookups through the channel until a reading sees them answered, for
+    `seconds` at most; returns the last status (read_status())."""
+    deadline = time.time() + seconds
+    while True:
+        lab_helpers.in_host(lab, "client", "dig", "+short", "+tries=1", "+time=2", "open.test",
+                            check=False)
+        st = read_status()
+        if st["channel"]["health"] == "working" or time.time() > deadline:
+            return st
+        time.sleep(0.3)
 
 
 def kernel_state(netns):

@@ -983,17 +983,9 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual(sorted(r.split()[:3] for r in ours),
                          [["default", "dev", self.channel_if]] * 2, ours)
         took = self.fetch(self.srv_v4, "interface")
-        # The health from the device's counters: `working` in a second in which answers
-        # came, `idle` in a quiet one. Lookups through the channel until a reading sees
-        # them answered (the first one also puts DNS in the provider's capture).
-        deadline = time.time() + 8
-        while True:
-            lab_helpers.in_host(self.lab, "client", "dig", "+short", "+tries=1", "+time=2",
-                                "open.test", check=False)
-            st = self.status()
-            if st["channel"]["health"] == "working" or time.time() > deadline:
-                break
-            time.sleep(0.3)
+        # The health from the device's counters (the first lookup also puts DNS in the
+        # provider's capture).
+        st = h.wait_channel_working(self.lab, self.status)
         self.stop_captures(cn, cp)
         self.assert_clean_exit(d)
         ch = st["channel"]
