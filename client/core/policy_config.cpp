@@ -325,7 +325,7 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
                 "routing_table", "channel_interface", "wg_config", "addressing",
                 "native_conntrack", "native_gso", "native_prefixes", "metrics_listen",
                 "destinations_file", "native_path", "routed_table", "guard_pin_dir",
-                "syscall_filter", "channel_kind", "channel_exempt"});
+                "syscall_filter", "channel_kind", "channel_exempt", "tproxy_port"});
   l.integer(t, "queue_outbound", 0, 65535, &d->queue_outbound);
   l.integer(t, "queue_inbound", 0, 65535, &d->queue_inbound);
   if (d->queue_outbound == d->queue_inbound) {
@@ -352,9 +352,33 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   }
   l.string(t, "wg_config", &d->wg_config);
   std::size_t kind = static_cast<std::size_t>(d->channel_kind);
-  l.word(t, "channel_kind", {"wireguard", "interface"}, &kind);
+  l.word(t, "channel_kind", {"wireguard", "interface", "tproxy"}, &kind);
   d->channel_kind = static_cast<ChannelKind>(kind);
   l.addresses(t, "channel_exempt", &d->channel_exempt_v4, &d->channel_exempt_v6);
+  l.integer(t, "tproxy_port", 1, 65535, &d->tproxy_port);
+  if (d->channel_kind != ChannelKind::tproxy && t->get("tproxy_port") != nullptr) {
+    l.error(t->get("tproxy_port")->source(),
+            "tproxy_port belongs to channel_kind = \"tproxy\"");
+  }
+  if (d->channel_kind == ChannelKind::tproxy) {
+    const toml::node* kind_node = t->get("channel_kind");
+    if (t->get("tproxy_port") == nullptr) {
+      l.error(kind_node->source(),
+              "channel_kind = \"tproxy\" needs tproxy_port: the transparent-proxy port of "
+              "your proxy client (ss-redir's -l, a tproxy inbound's listen_port)");
+    }
+    if (!d->wg_config.empty() || t->get("channel_interface") != nullptr) {
+      l.error(kind_node->source(),
+              "channel_kind = \"tproxy\" hands channel packets to a local port: "
+              "wg_config and channel_interface do not apply");
+    }
+    if (d->channel_exempt_v4.empty() && d->channel_exempt_v6.empty()) {
+      l.error(kind_node->source(),
+              "channel_kind = \"tproxy\" needs channel_exempt: the addresses of your proxy "
+              "client's servers, whose packets must not be handed back to it");
+    }
+    d->channel_interface = "lo";
+  }
   if (d->channel_kind == ChannelKind::interface) {
     if (!d->wg_config.empty()) {
       l.error(t->get("channel_kind")->source(),
@@ -383,7 +407,13 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   std::size_t path = static_cast<std::size_t>(d->native_path);
   l.word(t, "native_path", {"auto", "queue", "routed"}, &path);
   d->native_path = static_cast<NativePathChoice>(path);
-  if (d->native_path == NativePathChoice::routed && d->addressing != Addressing::stateless) {
+  if (d->channel_kind == ChannelKind::tproxy && d->native_path == NativePathChoice::queue) {
+    l.error(t->get("native_path")->source(),
+            "channel_kind = \"tproxy\" works with the routed native path only (native_path = "
+            "\"routed\" or \"auto\")");
+  }
+  if (d->native_path == NativePathChoice::routed && d->addressing != Addressing::stateless &&
+      d->channel_kind != ChannelKind::tproxy) {
     l.error(t->get("native_path")->source(),
             "native_path = \"routed\" needs addressing = \"stateless\"");
   }
@@ -410,7 +440,9 @@ void resolve_native_path(Config* c) {
     case NativePathChoice::queue: d.native_path_routed = false; break;
     case NativePathChoice::routed: d.native_path_routed = true; break;
     case NativePathChoice::automatic:
-      d.native_path_routed = d.addressing == Addressing::stateless &&
+      // (A tproxy channel has no addressing of its own: the proxy client sends.)
+      d.native_path_routed = (d.addressing == Addressing::stateless ||
+                              d.channel_kind == ChannelKind::tproxy) &&
                              c->policy.other_udp == Route::native &&
                              c->policy.other_protocols == Route::native;
       break;
@@ -499,7 +531,12 @@ std::string_view to_string(Addressing a) {
 std::string_view to_string(Route r) { return r == Route::native ? "native" : "channel"; }
 
 std::string_view to_string(ChannelKind k) {
-  return k == ChannelKind::interface ? "interface" : "wireguard";
+  switch (k) {
+    case ChannelKind::wireguard: return "wireguard";
+    case ChannelKind::interface: return "interface";
+    case ChannelKind::tproxy: return "tproxy";
+  }
+  return "?";
 }
 
 }  // namespace quicstep::client::core

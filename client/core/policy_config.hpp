@@ -28,6 +28,9 @@ enum class ChannelKind : std::uint8_t {
   wireguard,  // a WireGuard interface: brought up from wg_config, or an existing one
   interface,  // any layer-3 tunnel interface another program brings up (a TUN of sing-box,
               // Xray, Hysteria2, openconnect...): channel packets are routed into it
+  tproxy,     // a local transparent-proxy port of the user's proxy client (ss-redir -u,
+              // sing-box/Xray/Clash tproxy inbounds): channel packets are routed to `lo`
+              // and handed to it by nft `tproxy` (routed native path only)
 };
 
 enum class Addressing : std::uint8_t {
@@ -62,6 +65,10 @@ struct DaemonSettings {
   // channel (its own packets must not enter it; required there). A WireGuard channel's
   // peer endpoints are exempt without being listed.
   std::vector<std::string> channel_exempt_v4, channel_exempt_v6;
+  // channel_kind "tproxy": the proxy client's transparent-proxy port, on 127.0.0.1 and ::1
+  // (a socket bound to 0.0.0.0 or :: there serves too). Required with that kind; the
+  // channel interface is then `lo`.
+  std::uint16_t tproxy_port = 0;
   Addressing addressing = Addressing::stateless;
   // Whether conntrack sees native QUIC packets. Unset (the default): yes with stateless and
   // permissive addressing, no with nat. false: native flows are `notrack` both ways (the bulk

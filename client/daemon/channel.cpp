@@ -75,6 +75,7 @@ common::Outcome Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
     detach();
     return why;
   }
+  if (kind_ == core::ChannelKind::tproxy) return {};  // lo's settings are not the channel's
   rp_filter_saved_ = trim(read_file(rp_filter_path(interface_)));
   if (rp_filter_saved_ == "1") std::ofstream(rp_filter_path(interface_)) << "2\n";
   return {};
@@ -126,6 +127,7 @@ common::Outcome Channel::read_facts(RulesetSpec* spec) const {
       if (std::find(to->begin(), to->end(), a) == to->end()) to->push_back(a);
     }
   }
+  if (kind_ == core::ChannelKind::tproxy) return {};  // the proxy client sends: no rewrite
   // The tunnel addresses (stateless addressing writes them itself): the first global one
   // of each family, read as the daemon's heal check reads them (first_global_address), so
   // that the two never disagree.
@@ -148,6 +150,7 @@ common::Outcome Channel::read_facts(RulesetSpec* spec) const {
 
 common::Outcome Channel::reattach(RulesetSpec* spec) {
   if (auto why = read_facts(spec); !why) return why;
+  if (kind_ == core::ChannelKind::tproxy) return {};
   // A new device starts with the default rp_filter: loosen it again (the saved value of the
   // first device is what detach() restores; this one goes away with its device).
   if (trim(read_file(rp_filter_path(interface_))) == "1") {
@@ -261,6 +264,7 @@ void Channel::detach() {
 }
 
 void Channel::cleanup(const DaemonSettings& s) {
+  if (s.channel_kind == core::ChannelKind::tproxy) return;  // nothing of the channel's own
   if (s.channel_kind == core::ChannelKind::interface) {
     // The device is the tunnel program's; only the default routes through it were ours.
     for (const char* fam : {"-4", "-6"}) {

@@ -1,4 +1,4 @@
-// Channel: the handshake channel's interface, of one of two kinds (DaemonSettings::
+// Channel: the handshake channel's interface, of one of three kinds (DaemonSettings::
 // channel_kind):
 //   wireguard  an existing WireGuard interface (the lab's qsw-client; wg_config empty) or one
 //              brought up from a wg-quick style config with wireguard-go + `wg setconf` (the
@@ -7,7 +7,11 @@
 //   interface  any layer-3 tunnel interface another program brings up (sing-box, Xray,
 //              Hysteria2, openconnect...): the daemon adds only the default routes through it
 //              in the channel's routing table; channel_exempt (the tunnel's servers) is
-//              exempt.
+//              exempt;
+//   tproxy     the user's proxy client's transparent-proxy port: the interface is `lo`, the
+//              routed path's table routes channel packets to it and the nft chains hand them
+//              to the proxy's socket (nft_rules.hpp); channel_exempt (the proxy's servers) is
+//              exempt. Nothing to bring up or to remove.
 // RAII: what attach() created, the destructor removes; cleanup() removes it after a crash
 // (by the pid file in /run/quicstep; an interface channel's routes from its table).
 // Also: loosens the IPv4 reverse-path filter of the interface (strict rp_filter would drop

@@ -37,6 +37,7 @@
 #include "client/kernel/nft_rules.hpp"
 #include "client/kernel/routing.hpp"
 #include "client/kernel/state_watch.hpp"
+#include "client/kernel/udp_socket_watch.hpp"
 #include "net/clock.hpp"
 
 namespace quicstep::client::daemon {
@@ -67,6 +68,13 @@ ConfigLoad load_daemon_config(const DaemonOptions& options) {
   ConfigLoad load = options.config_optional && absent ? core::parse_config("", options.config_path)
                                                       : load_config(options.config_path);
   core::DaemonSettings& d = load.config.daemon;
+  if (load.ok() && d.channel_kind == core::ChannelKind::tproxy &&
+      (!options.channel_interface.empty() || !options.wg_config.empty())) {
+    load.errors.push_back({options.config_path, 0, 0,
+                           "--channel-interface and --wg-config name a channel device, but "
+                           "channel_kind = \"tproxy\" hands channel packets to a local port"});
+    return load;
+  }
   if (!options.channel_interface.empty()) d.channel_interface = options.channel_interface;
   if (!options.wg_config.empty()) d.wg_config = options.wg_config;
   if (load.ok() && d.channel_kind == core::ChannelKind::interface && !options.wg_config.empty()) {
@@ -140,6 +148,9 @@ struct Daemon::Impl {
   // The native source address per family at the last check (nullopt: not read yet).
   std::optional<std::string> native_source_v4, native_source_v6;
   std::uint64_t channel_rebinds = 0;
+  // A tproxy channel: "up" while the proxy client has a socket at tproxy_port (looked up as
+  // the kernel would deliver a datagram to 127.0.0.1 or ::1 there).
+  kernel::UdpSocketWatch proxy_sockets;
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
 
@@ -170,6 +181,13 @@ struct Daemon::Impl {
   bool native_source_changed(const NativeSources& sources);
   void rebind_channel();
   void judge_channel();
+  bool tproxy() const { return config.daemon.channel_kind == core::ChannelKind::tproxy; }
+  // "channel qs-wg0", or "the proxy client at port 1080": what logs and the status line say.
+  std::string channel_name() const {
+    return tproxy() ? "the proxy client at port " + std::to_string(config.daemon.tproxy_port)
+                    : "channel interface " + config.daemon.channel_interface;
+  }
+  bool proxy_listening();
   void notify_status();
   void reload();
   nlohmann::json status();
@@ -185,6 +203,18 @@ common::Outcome Daemon::Impl::start() {
   if (auto why = channel.attach(config.daemon, &spec); !why) return why;
   channel_ifindex = if_nametoindex(config.daemon.channel_interface.c_str());
   if (auto why = start_native_path(); !why) return why;
+  if (tproxy()) {
+    // Opened now: the system-call filter allows no new netlink socket later.
+    if (auto opened = proxy_sockets.open_lookup(); !opened) {
+      spdlog::warn("cannot look up the proxy client's socket ({}): judged by its counters only",
+                   opened.error().message);
+    }
+    update_channel_link();
+    if (!channel_up) {
+      spdlog::warn("{} is not listening yet: DNS, TCP and QUIC handshakes fail closed until it "
+                   "is (start it: ss-redir -u, a tproxy inbound)", channel_name());
+    }
+  }
   control = std::make_unique<ControlServer>(
       io, options.control_path, config.daemon.metrics_listen,
       [this](const std::string& req) { return control_request(req); });
@@ -221,7 +251,8 @@ common::Outcome Daemon::Impl::start_native_path() {
     path = std::make_unique<RoutedPath>(context());
     common::Outcome started = path->start();
     if (started) return started;
-    if (config.daemon.native_path != NativePathChoice::automatic) return started;
+    // (A tproxy channel has no queue path to fall back to.)
+    if (config.daemon.native_path != NativePathChoice::automatic || tproxy()) return started;
     remove_installed();
     const std::string& why = started.error().message;
     spdlog::warn("routed native path unavailable ({}); taking the queue path", why);
@@ -393,7 +424,7 @@ void Daemon::Impl::channel_changed(unsigned index) {
 // again with the new ones. Until then, channel packets of the missing family are dropped
 // (fail closed), never sent with another source.
 void Daemon::Impl::follow_channel_addresses() {
-  if (channel_ifindex == 0 || !probe.is_open()) return;
+  if (channel_ifindex == 0 || !probe.is_open() || tproxy()) return;
   const std::optional<std::string> v4 = probe.first_global_address(common::IpFamily::v4,
                                                                    channel_ifindex);
   const std::optional<std::string> v6 = probe.first_global_address(common::IpFamily::v6,
@@ -616,12 +647,11 @@ void Daemon::Impl::rebind_channel() {
 void Daemon::Impl::notify_status() {
   std::string text = "deciding";
   if (!channel_up) {
-    text = "channel " + config.daemon.channel_interface + " down: failed closed";
+    text = channel_name() + (tproxy() ? " not listening" : " down") + ": failed closed";
   } else if (!healer.healthy()) {
     text = "kernel state missing, failed closed (quicstepctl status: healing)";
   } else if (channel_health.state() == ChannelHealth::unanswered) {
-    text = "channel " + config.daemon.channel_interface +
-           " unanswered (it sends, nothing comes back): DNS, TCP and QUIC handshakes "
+    text = channel_name() + " unanswered (it sends, nothing comes back): DNS, TCP and QUIC handshakes "
            "fail until it answers";
   }
   if (text != notified_status) {
@@ -646,7 +676,9 @@ void Daemon::Impl::judge_channel() {
   const bool wireguard = config.daemon.channel_kind == core::ChannelKind::wireguard;
   std::optional<WireGuardReading> reading;
   if (channel_up) {
-    auto read = wireguard ? read_wireguard(ifname) : read_device_counters(ifname);
+    auto read = wireguard  ? read_wireguard(ifname)
+                : tproxy() ? read_proxy_counters(spec.table)
+                           : read_device_counters(ifname);
     const std::string error = read ? std::string() : read.error().message;
     if (error != health_read_error) {
       if (!error.empty()) spdlog::warn("channel health: cannot read {}: {}", ifname, error);
@@ -662,17 +694,17 @@ void Daemon::Impl::judge_channel() {
       channel_health.update(net::monotonic_now(), unix_now, channel_up, reading);
   if (now == before) return;
   if (now == ChannelHealth::unanswered) {
-    spdlog::warn("channel {} unanswered: {} has sent for {} s and received nothing ({}); DNS, "
+    spdlog::warn("{} unanswered: {} has sent for {} s and received nothing ({}); DNS, "
                  "TCP and QUIC handshakes fail until it answers",
-                 ifname, wireguard ? "WireGuard" : "the tunnel",
+                 channel_name(), wireguard ? "WireGuard" : tproxy() ? "it" : "the tunnel",
                  std::chrono::duration_cast<std::chrono::seconds>(
                              ChannelHealthOptions{}.unanswered_after).count(),
                  wireguard ? "the provider is gone, or WireGuard is blocked"
                            : "its program stopped forwarding, or its server is gone or blocked");
   } else if (before == ChannelHealth::unanswered && now == ChannelHealth::working) {
-    spdlog::warn("channel {} answers again", ifname);
+    spdlog::warn("{} answers again", channel_name());
   } else {
-    spdlog::info("channel {} health: {} -> {}", ifname, to_string(before), to_string(now));
+    spdlog::info("{} health: {} -> {}", channel_name(), to_string(before), to_string(now));
   }
   notify_status();
 }
@@ -680,19 +712,40 @@ void Daemon::Impl::judge_channel() {
 // Whether the channel device is up. While it is down (or gone) channel packets find no route
 // and meet `unreachable`: nothing goes native that must not, and nothing works.
 void Daemon::Impl::update_channel_link() {
-  const bool up = channel_ifindex != 0 && kernel::link_is_up(config.daemon.channel_interface);
+  const bool up = tproxy() ? proxy_listening()
+                           : channel_ifindex != 0 &&
+                                 kernel::link_is_up(config.daemon.channel_interface);
   if (up == channel_up) return;
   channel_up = up;
   if (!up) {
     ++channel_downs;
     channel_down_since = net::monotonic_now();
-    spdlog::warn("channel interface {} is down: DNS, TCP and QUIC handshakes fail closed until "
-                 "it is up again", config.daemon.channel_interface);
+    spdlog::warn("{} is {}: DNS, TCP and QUIC handshakes fail closed until it is {}",
+                 channel_name(), tproxy() ? "not listening" : "down",
+                 tproxy() ? "back" : "up again");
   } else {
-    spdlog::warn("channel interface {} is up again after {:.1f} s",
-                 config.daemon.channel_interface,
+    spdlog::warn("{} is {} after {:.1f} s", channel_name(), tproxy() ? "back" : "up again",
                  std::chrono::duration<double>(net::monotonic_now() - channel_down_since).count());
   }
+}
+
+// Whether the proxy client has a UDP socket at tproxy_port (127.0.0.1 or ::1, or a wildcard
+// address): a failed lookup counts as listening (the counters still judge its health).
+bool Daemon::Impl::proxy_listening() {
+  if (!proxy_sockets.is_open() && !proxy_sockets.open_lookup()) return true;
+  const std::uint16_t port = config.daemon.tproxy_port;
+  bool unknown = false;
+  std::array<std::uint8_t, 16> v6_loopback{};
+  v6_loopback[15] = 1;
+  for (const common::IpAddress& address : {common::IpAddress::v4({127, 0, 0, 1}),
+                                           common::IpAddress::v6(v6_loopback)}) {
+    // A datagram from the same address's port 9 (discard) to the proxy's port.
+    const common::FlowKey to_proxy{address, address, port, 9, IPPROTO_UDP};
+    const std::optional<bool> found = proxy_sockets.may_carry(to_proxy);
+    if (found == true) return true;
+    if (!found) unknown = true;
+  }
+  return unknown;
 }
 
 void Daemon::Impl::reload() {
@@ -800,6 +853,9 @@ nlohmann::json Daemon::Impl::status() {
     }
     if (config.daemon.channel_kind == core::ChannelKind::wireguard) {
       j["channel"]["wireguard"] = {{"peers", r->peers.size()}, {"rx_bytes", rx}, {"tx_bytes", tx}};
+    } else if (tproxy()) {
+      j["channel"]["proxy"] = {{"port", config.daemon.tproxy_port}, {"rx_bytes", rx},
+                               {"tx_bytes", tx}};
     } else {
       j["channel"]["device"] = {{"rx_bytes", rx}, {"tx_bytes", tx}};
     }

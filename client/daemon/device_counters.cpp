@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "client/kernel/kernel_rules.hpp"
+
 namespace quicstep::client::daemon {
 namespace {
 
@@ -33,6 +35,18 @@ common::Result<WireGuardReading, common::Failure> read_device_counters(
   if (!tx) return tx.error();
   WireGuardReading reading;
   reading.peers.push_back({"", 0, *rx, *tx});
+  return reading;
+}
+
+common::Result<WireGuardReading, common::Failure> read_proxy_counters(const std::string& table) {
+  const auto counters = kernel::read_kernel_counters(table);
+  const auto in = counters.find("channel_in");
+  const auto out = counters.find("channel_out");
+  if (in == counters.end() || out == counters.end()) {
+    return common::Failure("no channel counters in nft table inet " + table);
+  }
+  WireGuardReading reading;
+  reading.peers.push_back({"", 0, in->second.bytes, out->second.bytes});
   return reading;
 }
 

@@ -19,4 +19,10 @@ namespace quicstep::client::daemon {
 common::Result<WireGuardReading, common::Failure> read_device_counters(
     const std::string& interface, const std::string& sys_root = "/sys");
 
+// A tproxy channel's counters the same way, from the nft table `table` (nft_rules.hpp, "A
+// tproxy channel"): tx the bytes handed to the proxy client (channel_out), rx its answers
+// (channel_in). The judge's rule holds for it as for a tunnel: the proxy answers a DNS
+// query, a SYN or an Initial once its server does. Errors: the table or a counter missing.
+common::Result<WireGuardReading, common::Failure> read_proxy_counters(const std::string& table);
+
 }  // namespace quicstep::client::daemon

@@ -301,6 +301,12 @@ common::Outcome RoutedPath::start() {
   o.guard.native_prefixes = d.native_prefixes_v4;
   o.guard.native_prefixes.insert(o.guard.native_prefixes.end(), d.native_prefixes_v6.begin(),
                                  d.native_prefixes_v6.end());
+  // The channel's own servers (an interface tunnel's, a proxy client's): everything to them
+  // is routed natively, TCP included (a proxy client's TCP relay, a TLS tunnel).
+  for (const auto* exempt : {&d.channel_exempt_v4, &d.channel_exempt_v6}) {
+    o.guard.native_prefixes.insert(o.guard.native_prefixes.end(), exempt->begin(),
+                                   exempt->end());
+  }
   o.orphan_check = ctx_.config.policy.flows.idle_timeout;
   if (auto why = open_guard(o); !why) return why;
   channel_ethernet_ = kernel::is_ethernet_device(d.channel_interface);
@@ -363,14 +369,7 @@ void RoutedPath::follow_network(const NativeSources& sources) {
                                     std::tuple{"-6", &sources.v6, &r.source_v6}}) {
     const std::optional<std::string>& now = *read;
     if (!now || *now == *source) continue;  // unknown (a dump failed), or unchanged
-    const std::string table = std::to_string(r.routed_table);
-    std::vector<std::string> cmd{"ip", flag, "route"};
-    if (now->empty()) {
-      cmd.insert(cmd.end(), {"del", "default", "dev", r.channel_interface, "table", table});
-    } else {
-      cmd.insert(cmd.end(), {"replace", "default", "dev", r.channel_interface, "src", *now,
-                             "table", table});
-    }
+    const std::vector<std::string> cmd = kernel::routed_channel_route(r, flag, *now);
     // Deleting fails harmlessly when the route went with its address; a refused replace
     // leaves the old source in the spec, to be tried again at the next check.
     const auto done = net::run_process(cmd);

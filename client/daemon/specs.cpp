@@ -67,6 +67,16 @@ common::Outcome derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* 
   routing->native_v4 = d.native_prefixes_v4;
   routing->native_v6 = d.native_prefixes_v6;
   routing->channel_interface = d.channel_interface;
+  if (d.channel_kind == core::ChannelKind::tproxy) {
+    // The proxy client sends: no addressing of the daemon's; channel packets go to lo.
+    r->tproxy_port = d.tproxy_port;
+    r->nat = r->stateless = false;
+    routing->channel_local = true;
+    if (!d.native_path_routed) {
+      return common::Failure("channel_kind = \"tproxy\" works with the routed native path "
+                             "only");
+    }
+  }
   if (d.native_path_routed &&
       (p.other_udp == Route::channel || p.other_protocols == Route::channel)) {
     return common::Failure(

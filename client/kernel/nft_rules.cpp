@@ -359,6 +359,24 @@ void channel_device_table(std::ostringstream& o, const RulesetSpec& s) {
   o << "}\n";
 }
 
+// A tproxy channel's chains (nft_rules.hpp, "A tproxy channel"), in table inet T.
+void tproxy_chains(std::ostringstream& o, const RulesetSpec& s) {
+  const std::string ports = port_set(s.quic_ports);
+  const std::string port = std::to_string(s.tproxy_port);
+  o << "  chain to_proxy_out {\n    counter name \"channel_out\"\n"
+       "    meta l4proto udp th dport " << ports << " log group " << s.log_group << "\n  }\n"
+       "  chain to_proxy {\n";
+  for (const char* proto : {"udp", "tcp"}) {
+    o << "    meta l4proto " << proto << " tproxy ip to 127.0.0.1:" << port << " accept\n"
+      << "    meta l4proto " << proto << " tproxy ip6 to [::1]:" << port << " accept\n";
+  }
+  // No socket at the port (the proxy client is not running): never native, counted.
+  o << "    counter name \"channel_refused\" drop\n  }\n"
+       "  chain from_proxy {\n    counter name \"channel_in\"\n"
+       "    meta l4proto udp th sport " << ports << " @th,64,1 1 log group " << s.log_group
+    << "\n  }\n";
+}
+
 // The routed native path's flows: the packets of a flow in routed4/6 get mark_native, which
 // one ip rule per family sends to the main table (routing.hpp). On output a `type route`
 // chain (the kernel routes the packet again when it changes the mark); forwarded packets are
@@ -371,16 +389,33 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
       << " . inet_service . inet_service\n    size " << s.set_size << "\n  }\n";
   }
   const std::string mark = set_mark(s, s.mark_native);
+  const bool tproxy = s.tproxy_port != 0;
+  // tproxy: a marked packet leaves the chain (it is re-routed natively; its route before
+  // the re-route is still lo's, which the rule below would take for a channel packet).
+  const std::string leave = tproxy ? " return" : "";
   auto rules = [&] {
-    o << "    ip daddr . udp sport . udp dport @routed4 " << mark << "\n"
-      << "    ip6 daddr . udp sport . udp dport @routed6 " << mark << "\n";
+    o << "    ip daddr . udp sport . udp dport @routed4 " << mark << leave << "\n"
+      << "    ip6 daddr . udp sport . udp dport @routed6 " << mark << leave << "\n";
   };
+  if (tproxy) {
+    for (const char* c : {"channel_out", "channel_in", "channel_refused"}) {
+      o << "  counter " << c << " {\n  }\n";
+    }
+  }
   o << "  chain routed_out {\n    type route hook output priority mangle; policy accept;\n";
   rules();
+  // (The route is known on output: the routing rules chose it before this hook.)
+  if (tproxy) o << "    meta oif lo fib daddr type != local goto to_proxy_out\n";
   o << "  }\n  chain routed_forward {\n"
        "    type filter hook prerouting priority mangle; policy accept;\n";
   rules();
-  o << "  }\n}\n";
+  if (tproxy) {
+    o << "    meta iif lo fib daddr type != local goto to_proxy\n"
+         "    meta iif lo fib saddr type != local goto from_proxy\n";
+  }
+  o << "  }\n";
+  if (tproxy) tproxy_chains(o, s);
+  o << "}\n";
 }
 
 std::string element(const common::FlowKey& f) {
@@ -441,6 +476,9 @@ common::Outcome check_spec(const RulesetSpec& s) {
       }
     }
   }
+  if (s.tproxy_port != 0 && (!s.routed || s.channel_interface != "lo")) {
+    return common::Failure("a tproxy channel needs the routed native path and interface lo");
+  }
   if (s.ct_zone == 0) return common::Failure("conntrack zone 0 is the native zone");
   if (s.set_size == 0 || s.native_timeout.count() <= 0 || s.watch_timeout.count() <= 0) {
     return common::Failure("set size and timeouts must be positive");
@@ -454,7 +492,7 @@ std::string ruleset_text(const RulesetSpec& s) {
   // The netdev table too (stateless addressing has one; a reload to another mode removes it).
   o << delete_table_text(s.table);
   if (s.routed) {
-    channel_device_table(o, s);
+    if (s.tproxy_port == 0) channel_device_table(o, s);
     routed_flow_table(o, s);
     return o.str();
   }

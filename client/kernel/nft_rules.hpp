@@ -96,6 +96,9 @@ struct RulesetSpec {
                                          // chains copy QUIC to `log_group`, and the inet
                                          // table's routed flows (mark_native)
   std::uint16_t log_group = 0;
+  std::uint16_t tproxy_port = 0;         // routed: the channel is a local transparent proxy
+                                         // at 127.0.0.1 / ::1 (channel_kind tproxy; the
+                                         // channel interface is `lo`); 0: a device
   std::uint32_t set_size = 65536;        // elements per flow set (invariant 4)
   std::chrono::seconds native_timeout{120};  // a native-set element lives this long
   std::chrono::seconds watch_timeout{10};    // a watch-set element lives this long
@@ -114,11 +117,20 @@ std::string ruleset_text(const RulesetSpec& spec);
 // The `nft -f` text that deletes the table, present or not (one transaction).
 std::string delete_table_text(std::string_view table);
 
-// The routed native path (spec.routed): no inet table, no queue, no iptables rule: the netdev
-// table alone, whose egress chain copies every channel datagram to a QUIC port to the log
-// group (before the source rewrite: the daemon sees the flow's local address) and whose
-// ingress chain, after the destination rewrite, copies the server's long headers (the
-// handshake RTT).
+// The routed native path (spec.routed): no queue, no iptables rule: the netdev table, whose
+// egress chain copies every channel datagram to a QUIC port to the log group (before the
+// source rewrite: the daemon sees the flow's local address) and whose ingress chain, after
+// the destination rewrite, copies the server's long headers (the handshake RTT); and the
+// inet table of the flows moved native (below, "routed flows").
+//
+// A tproxy channel (spec.tproxy_port): no netdev table. The routing rules send channel
+// packets to `local default dev lo` (routing.hpp), so they loop back, still addressed to the
+// server; the inet table's chains tell them by their destination, which is not local (`fib
+// daddr type != local`): on output they are counted (channel_out) and the QUIC ones copied
+// to the log group; at prerouting they are handed to the proxy client's socket (`tproxy` to
+// 127.0.0.1 / [::1]:port, UDP and TCP), or dropped and counted (channel_refused) when it
+// has none — never native. The proxy client's answers come back on lo from the server's
+// address (not local): counted (channel_in), the server's long headers copied.
 //
 // The chains whose packets go to the inbound queue (queue_inbound): each ends with an xt
 // NFQUEUE rule that the daemon appends over netlink after `nft -f` (nft_queue_rules.hpp).

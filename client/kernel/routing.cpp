@@ -36,6 +36,16 @@ std::vector<std::vector<std::string>> routing_commands(const RoutingSpec& s) {
   return cmds;
 }
 
+std::vector<std::string> routed_channel_route(const RoutingSpec& s, const char* family,
+                                              const std::string& source) {
+  std::vector<std::string> cmd{"ip", family, "route", source.empty() ? "del" : "replace"};
+  if (s.channel_local) cmd.push_back("local");
+  cmd.insert(cmd.end(), {"default", "dev", s.channel_interface});
+  if (!source.empty()) cmd.insert(cmd.end(), {"src", source});
+  cmd.insert(cmd.end(), {"table", std::to_string(s.routed_table)});
+  return cmd;
+}
+
 std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec& s) {
   std::vector<std::vector<std::string>> cmds;
   const std::string table = std::to_string(s.routed_table);
@@ -52,10 +62,7 @@ std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec&
     const std::string* source = f.source;
     const std::vector<std::string>* exempt = f.exempt;
     const std::vector<std::string>* native = f.native;
-    if (!source->empty()) {
-      cmds.push_back({"ip", fam, "route", "replace", "default", "dev", s.channel_interface,
-                      "src", *source, "table", table});
-    }
+    if (!source->empty()) cmds.push_back(routed_channel_route(s, fam, *source));
     // The flows moved native (their packets marked by the routed table's chains).
     cmds.push_back({"ip", fam, "rule", "add", "fwmark", mark_text(s.native_mark, s.mark_mask),
                     "lookup", "main", "priority", std::to_string(s.flow_priority())});

@@ -43,11 +43,20 @@ struct RoutingSpec {
   // route, so its channel packets meet `unreachable`).
   std::string source_v4, source_v6;
   std::string channel_interface;
+  // A tproxy channel: the channel route is `local default dev lo` (channel packets loop back
+  // to the proxy client's socket, nft_rules.hpp), still with the native source address.
+  bool channel_local = false;
 
   // The native flows' rule's priority, then the routed rules' (flow_priority + 1 ..).
   std::uint32_t flow_priority() const { return priority + 20; }
   static constexpr std::uint32_t kRoutedPriorities = 11;  // flow rules included
 };
+
+// The routed table's channel route of `family` ("-4", "-6") with source `source`: `ip
+// route replace [local] default dev IF src SOURCE table T`, or with an empty source the
+// `ip route del` of it.
+std::vector<std::string> routed_channel_route(const RoutingSpec& spec, const char* family,
+                                              const std::string& source);
 
 // The routed table's routes (`ip route replace ...`) and rules, per family, in order.
 std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec& spec);

@@ -80,6 +80,10 @@ common::Outcome UdpSocketWatch::open() {
       return common::Failure(std::string("sock_diag: O_NONBLOCK: ") + std::strerror(errno));
     }
   }
+  return open_lookup();
+}
+
+common::Outcome UdpSocketWatch::open_lookup() {
   if (lookup_ == nullptr) {
     auto opened = net::open_netlink(NETLINK_SOCK_DIAG, "sock_diag");
     if (!opened) return opened.error();

@@ -44,6 +44,10 @@ class UdpSocketWatch {
   // Subscribes to destructions (needs CAP_NET_ADMIN) and opens the lookup socket. Failures:
   // the sockets', the subscription's.
   common::Outcome open();
+  // Opens the lookup socket alone (sockets_on_port, may_carry; no subscription). Failure:
+  // the socket's.
+  common::Outcome open_lookup();
+  bool is_open() const { return lookup_ != nullptr; }
   // The subscription's descriptor (non-blocking), readable when destructions are queued.
   int fd() const;
   // Reads the queued destructions, calling `on_closed` for each. Returns false when the

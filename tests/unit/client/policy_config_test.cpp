@@ -304,14 +304,59 @@ TEST(PolicyConfigChannelKind, InterfaceNeedsExemptServersAndNoWgConfig) {
                       "channel_exempt = [\"198.51.100.1\"]\n")
                 .find("wg_config (a WireGuard channel to bring up) must then be empty"),
             std::string::npos);
-  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"tproxy\"\n").find("channel_kind must be one of"),
-            std::string::npos) << one_error("[daemon]\nchannel_kind = \"tproxy\"\n");
+  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"socks\"\n").find("channel_kind must be one of"),
+            std::string::npos) << one_error("[daemon]\nchannel_kind = \"socks\"\n");
   for (const char* bad : {"\"proxy.example\"", "\"10.0.0.0/8\"", "\"1.2.3\"", "7"}) {
     const std::string text = std::string("[daemon]\nchannel_exempt = [") + bad + "]\n";
     EXPECT_NE(one_error(text).find("q.toml:2:19: channel_exempt: each must be an IPv4 or IPv6 "
                                    "address"),
               std::string::npos) << bad << ": " << one_error(text);
   }
+}
+
+TEST(PolicyConfigChannelKind, TproxyReadsItsPortAndProxyServersAndTakesLo) {
+  const ConfigLoad load = parse_config(
+      "[daemon]\nchannel_kind = \"tproxy\"\ntproxy_port = 1080\n"
+      "channel_exempt = [\"203.0.113.7\"]\n",
+      "q.toml");
+  ASSERT_TRUE(load.ok()) << load.errors[0].to_string();
+  const DaemonSettings& d = load.config.daemon;
+  EXPECT_EQ(d.channel_kind, ChannelKind::tproxy);
+  EXPECT_EQ(d.tproxy_port, 1080);
+  EXPECT_EQ(d.channel_interface, "lo");
+  EXPECT_TRUE(d.native_path_routed);
+  EXPECT_EQ(to_string(d.channel_kind), "tproxy");
+  // auto takes the routed path whatever the addressing (the proxy client sends).
+  const ConfigLoad nat = parse_config(
+      "[daemon]\nchannel_kind = \"tproxy\"\ntproxy_port = 1080\naddressing = \"nat\"\n"
+      "channel_exempt = [\"203.0.113.7\"]\n",
+      "q.toml");
+  ASSERT_TRUE(nat.ok()) << nat.errors[0].to_string();
+  EXPECT_TRUE(nat.config.daemon.native_path_routed);
+}
+
+TEST(PolicyConfigChannelKind, TproxyRefusesWhatCannotWork) {
+  const std::string exempt = "channel_exempt = [\"203.0.113.7\"]\n";
+  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"tproxy\"\n" + exempt)
+                .find("q.toml:2:16: channel_kind = \"tproxy\" needs tproxy_port"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"tproxy\"\ntproxy_port = 1080\n")
+                .find("needs channel_exempt"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"tproxy\"\ntproxy_port = 1080\n"
+                      "channel_interface = \"tun0\"\n" + exempt)
+                .find("wg_config and channel_interface do not apply"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"tproxy\"\ntproxy_port = 1080\n"
+                      "native_path = \"queue\"\n" + exempt)
+                .find("routed native path only"),
+            std::string::npos);
+  EXPECT_NE(one_error("[daemon]\ntproxy_port = 1080\n")
+                .find("q.toml:2:15: tproxy_port belongs to channel_kind = \"tproxy\""),
+            std::string::npos) << one_error("[daemon]\ntproxy_port = 1080\n");
+  EXPECT_NE(one_error("[daemon]\nchannel_kind = \"tproxy\"\ntproxy_port = 70000\n" + exempt)
+                .find("tproxy_port must be an integer in 1..65535"),
+            std::string::npos);
 }
 
 }  // namespace
