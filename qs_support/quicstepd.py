@@ -40,9 +40,9 @@ def write_config(path, interface, addressing=None, extra="", native_path=None):
             line += f'native_path = "{native}"\n'
         if native != "queue" and addressing in (None, "stateless"):
             line += f'guard_pin_dir = "{mount_lab_bpffs()}"\n'
+    channel = f'channel_interface = "{interface}"\n' if interface else ""  # None: tproxy
     with open(path, "w") as f:
-        f.write(f'[daemon]\nchannel_interface = "{interface}"\n{line}'
-                f'metrics_listen = "127.0.0.1:9464"\n{extra}')
+        f.write(f'[daemon]\n{channel}{line}metrics_listen = "127.0.0.1:9464"\n{extra}')
     return path
 
 

@@ -20,6 +20,8 @@ packages=(
   # the router and the lab
   nftables iptables iproute2 wireguard-tools wireguard-go
   dnsmasq-base tcpdump tshark iperf3 openssl
+  # the tproxy channel's lab: a Shadowsocks server and its transparent-proxy client
+  shadowsocks-libev
   # the lab tests: ping and dig inside namespaces
   iputils-ping dnsutils
   # plots and the compose file check

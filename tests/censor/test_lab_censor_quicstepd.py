@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import unittest
 
@@ -348,6 +349,229 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         fired = sorted({d["rule"] for d in self.blocks()})
         self.assertEqual([r for r in fired if r != "wireguard"], [],
                          "the censor saw a blocked name")
+
+    # The tproxy channel: Debian's shadowsocks-libev, ss-server at the provider and one
+    # ss-redir per family on the client (127.0.0.1 and ::1, port 1080; one -b per process),
+    # UDP and TCP relayed. The censor does not recognise Shadowsocks.
+    SS_PORT, SS_KEY, SS_METHOD, PROXY_PORT = "8388", "qs-lab-pass", "chacha20-ietf-poly1305", 1080
+
+    def wait_bound(self, ns, proto, address, port, proc, timeout=10):
+        deadline = time.time() + timeout
+        while True:
+            self.assertIsNone(proc.poll(), f"{proc.args[0]} exited")
+            out = subprocess.run(["ip", "netns", "exec", ns, "ss", f"-Hln{proto}",
+                                  f"src {address}:{port}"], capture_output=True, text=True).stdout
+            if out.strip():
+                return
+            self.assertLess(time.time(), deadline, f"nothing at {proto} {address}:{port} in {ns}")
+            time.sleep(0.05)
+
+    def start_proxy_clients(self, server):
+        """ss-redir -u (UDP and TCP) at 127.0.0.1:1080 and [::1]:1080, to ss-server at
+        `server`; returns the two processes."""
+        redirs = []
+        for bind in ("127.0.0.1", "::1"):
+            p = self.procs.start(self.client_ns, [
+                "ss-redir", "-s", server, "-p", self.SS_PORT, "-b", bind, "-l",
+                str(self.PROXY_PORT), "-k", self.SS_KEY, "-m", self.SS_METHOD, "-u", "-t", "120"],
+                os.path.join(WORKDIR, f"ss-redir-{bind.replace(':', '')}-{time.time():.3f}.log"))
+            self.addCleanup(self.procs.stop, p)
+            self.wait_bound(self.client_ns, "u", bind if bind[0] != ":" else "[::1]",
+                            self.PROXY_PORT, p)
+            redirs.append(p)
+        return redirs
+
+    def start_shadowsocks(self):
+        """ss-server at the provider's address (the WireGuard endpoint's), the proxy clients
+        on the client. Returns (the server's address, the proxy clients)."""
+        prov = self.lab["provider"]
+        server = self.lab["client"]["channel"]["endpoint"].rsplit(":", 1)[0]
+        ss = self.procs.start(prov["netns"], [
+            "ss-server", "-s", server, "-p", self.SS_PORT, "-k", self.SS_KEY, "-m",
+            self.SS_METHOD, "-u", "-t", "120"], os.path.join(WORKDIR, "ss-server.log"))
+        self.addCleanup(self.procs.stop, ss)
+        self.wait_bound(prov["netns"], "u", server, self.SS_PORT, ss)
+        return server, self.start_proxy_clients(server)
+
+    def start_tproxy_daemon(self, server):
+        config = qsd.write_config(
+            os.path.join(WORKDIR, "tproxy.toml"), None,
+            extra=f'channel_kind = "tproxy"\ntproxy_port = {self.PROXY_PORT}\n'
+                  f'channel_exempt = ["{server}"]\n')
+        p = self.procs.start(self.client_ns, [qsd.QSD, "--config", config, "--control", self.sock],
+                             os.path.join(WORKDIR, f"quicstepd-tproxy-{time.time():.3f}.log"))
+        self.addCleanup(self.procs.stop, p)
+        qsd.wait_daemon(self.client_ns, self.sock, p)
+        return p
+
+    def bulk_native_share(self, name, address, proxy, family):
+        """A 10 MB fetch of blocked.test from `address` (blocked.test as SNI), captured on
+        the censor's client-facing link. Returns (ok, seconds, native QUIC bytes, bytes to
+        and from the proxy server, leaks, the capture's packets)."""
+        censor_ns, censor_if = self.lab["censor"]["netns"], self.lab["censor"]["client_interface"]
+        pcap = os.path.join(WORKDIR, f"{name}-{family}.pcap")
+        cap = captures.start(self.procs, censor_ns, censor_if, pcap)
+        ok, secs = gtlsclient_fetch(WORKDIR, f"{name}-{family}", "blocked.test", timeout=60,
+                                    resource="10M.bin", size=10 * 1000 * 1000, address=address)
+        time.sleep(1.5)  # the capture ring hands over a block at least every second
+        self.procs.stop(cap)
+        self.assertEqual(captures.drops(pcap), 0, f"{pcap}: tcpdump dropped packets")
+        pk = captures.inspect(pcap)
+        native = captures.quic_bytes(pk, address)
+        proxied = sum(p["ip_len"] for p in pk if proxy in (p.get("src"), p.get("dst")))
+        c = self.lab["client"]
+        # The proxy's own packets (Shadowsocks, to its server: exempt) are not leaks.
+        bad = captures.leaks([p for p in pk if proxy not in (p.get("src"), p.get("dst"))],
+                             set(c["native"]["v4"] + c["native"]["v6"]))
+        return ok, secs, native, proxied, bad, pk
+
+    def write_10m(self):
+        path = os.path.join(WORKDIR, "htdocs", "10M.bin")
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.write(os.urandom(10 * 1000 * 1000))
+
+    def test_7_wireguard_blocked_tproxy_channel(self):
+        """The censor blocks WireGuard; the channel is the user's Shadowsocks client as a
+        transparent proxy (channel_kind = "tproxy", ss-redir): 50 gtlsclient and 50 Chromium
+        fetches of blocked.test complete (DNS through the proxy too), the censor sees no
+        name, quicstepd judges the proxy working; a 10 MB fetch over IPv4 and one over IPv6
+        each go at least 99% native by the capture on the censor's link (the rest is
+        Shadowsocks to its server), with no DNS, TCP or long header on the native path."""
+        censor_lab.start(["--block-wireguard"])
+        self.write_10m()
+        proxy, _ = self.start_shadowsocks()
+        self.start_tproxy_daemon(proxy)
+        results = []
+        for i in range(FETCHES):
+            ok, secs = gtlsclient_fetch(WORKDIR, f"tp-gtls-{i}", "blocked.test", timeout=15)
+            results.append(("gtlsclient", ok, secs))
+        for i in range(CHROME_FETCHES):
+            ok, secs, _ = chromium_fetch(WORKDIR, f"tp-chrome-{i}", "https://blocked.test/",
+                                         self.spki, ["--enable-quic",
+                                                     "--origin-to-force-quic-on=blocked.test:443"],
+                                         timeout=20)
+            results.append(("chromium", ok, secs))
+        st = qsd.wait_channel_working(self.lab, self.daemon_status)
+        srv = self.lab["servers"][0]
+        first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
+        shares = {}
+        for family, address in (("v4", first(srv["v4"])), ("v6", first(srv["v6"]))):
+            ok, secs, native, proxied, bad, _ = self.bulk_native_share("tp-bulk", address, proxy,
+                                                                       family)
+            share = native / max(1, native + proxied)
+            shares[family] = (ok, secs, native, proxied, share, bad)
+            print(f"\n[tproxy channel, WireGuard blocked] 10 MB over {family}: "
+                  f"{'ok' if ok else 'FAILED'} in {secs:.2f}s; native {native} B, to and from "
+                  f"the proxy {proxied} B (native share {share:.4f}); {len(bad)} leaks")
+        fired = sorted({d["rule"] for d in self.blocks()})
+        for client in ("gtlsclient", "chromium"):
+            rs = [r for r in results if r[0] == client]
+            good = sorted(r[2] for r in rs if r[1])
+            print(f"[tproxy channel, WireGuard blocked] {client}: {len(good)}/{len(rs)} fetches "
+                  f"of blocked.test succeeded" +
+                  (f", median {good[len(good) // 2]:.2f}s" if good else ""))
+        print(f"[tproxy channel] channel {st['channel']}; censor rules fired {fired}")
+        self.assertEqual([r for r in results if not r[1]], [], "every fetch must succeed")
+        self.assertEqual([r for r in fired if r != "wireguard"], [],
+                         "the censor saw a blocked name")
+        self.assertEqual(st["channel"]["kind"], "tproxy")
+        self.assertTrue(st["channel"]["up"])
+        self.assertEqual(st["channel"]["health"], "working")
+        self.assertGreater(st["channel"]["proxy"]["rx_bytes"], 0)
+        for family, (ok, _, _, _, share, bad) in shares.items():
+            self.assertTrue(ok, f"the 10 MB fetch over {family}")
+            self.assertEqual(bad[:5], [], f"leaked on the native link ({family})")
+            self.assertGreaterEqual(share, 0.99, f"native share over {family}")
+
+    def test_8_proxy_client_and_daemon_killed(self):
+        """kill -9 of the proxy client mid-transfer: the transfer, already native, completes;
+        new handshakes fail closed (the censor sees no name, the status says the proxy is not
+        listening); started again, fetches resume by themselves. kill -9 of quicstepd
+        mid-transfer: its rules stay, so fetches keep working through the proxy; restarted,
+        it takes over. Neither capture on the censor's link shows a leak."""
+        censor_lab.start(["--block-wireguard"])
+        self.write_10m()
+        proxy, redirs = self.start_shadowsocks()
+        daemon = self.start_tproxy_daemon(proxy)
+        address = self.lab["servers"][0]["v4"]
+        address = address[0] if isinstance(address, list) else address
+        c = self.lab["client"]
+        native_addrs = set(c["native"]["v4"] + c["native"]["v6"])
+        censor_ns, censor_if = self.lab["censor"]["netns"], self.lab["censor"]["client_interface"]
+
+        def during_transfer(name, kill):
+            """A 10 MB fetch; `kill` runs 0.5 s into it. Returns (ok, leaks)."""
+            pcap = os.path.join(WORKDIR, f"{name}.pcap")
+            cap = captures.start(self.procs, censor_ns, censor_if, pcap)
+            out = {}
+            fetch = threading.Thread(target=lambda: out.update(r=gtlsclient_fetch(
+                WORKDIR, name, "blocked.test", timeout=60, resource="10M.bin",
+                size=10 * 1000 * 1000, address=address)))
+            fetch.start()
+            time.sleep(0.5)
+            kill()
+            fetch.join()
+            time.sleep(1.5)
+            self.procs.stop(cap)
+            pk = [p for p in captures.inspect(pcap) if proxy not in (p.get("src"), p.get("dst"))]
+            return out["r"][0], captures.leaks(pk, native_addrs)
+
+        def kill_redirs():
+            for p in redirs:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait(timeout=5)
+
+        ok, bad = during_transfer("tp-kill-proxy", kill_redirs)
+        print(f"\n[tproxy, proxy client killed mid-transfer] the transfer "
+              f"{'completed' if ok else 'FAILED'}; {len(bad)} leaks")
+        self.assertEqual(bad[:5], [], "leaked with the proxy client killed")
+        outage = [gtlsclient_fetch(WORKDIR, f"tp-dead-{i}", "blocked.test", timeout=4)
+                  for i in range(3)]
+        st = self.daemon_status()
+        self.assertEqual([r for r in outage if r[0]], [], "a fetch succeeded with no proxy")
+        self.assertFalse(st["channel"]["up"], "the status says the proxy is not listening")
+        t0 = time.time()
+        redirs[:] = self.start_proxy_clients(proxy)
+        attempts = 0
+        while True:
+            attempts += 1
+            ok_again, _ = gtlsclient_fetch(WORKDIR, f"tp-back-{attempts}", "blocked.test",
+                                           timeout=4)
+            if ok_again or time.time() - t0 > 20:
+                break
+        resumed = time.time() - t0
+        back = [gtlsclient_fetch(WORKDIR, f"tp-then-{i}", "blocked.test", timeout=15)
+                for i in range(5)]
+        st = self.daemon_status()
+        print(f"[tproxy, proxy client killed] {len(outage)} fetches failed closed while it was "
+              f"dead; restarted: first fetch ok after {resumed:.1f}s ({attempts} attempts), then "
+              f"{sum(1 for r in back if r[0])}/{len(back)}; channel {st['channel']}")
+        self.assertTrue(ok_again, "no fetch within 20 s of the proxy client's restart")
+        self.assertEqual([r for r in back if not r[0]], [], "every fetch after the restart")
+        self.assertTrue(st["channel"]["up"])
+
+        def kill_daemon():
+            os.kill(daemon.pid, signal.SIGKILL)
+            daemon.wait(timeout=5)
+
+        ok, bad = during_transfer("tp-kill-daemon", kill_daemon)
+        orphaned = [gtlsclient_fetch(WORKDIR, f"tp-orphan-{i}", "blocked.test", timeout=15)
+                    for i in range(3)]
+        print(f"[tproxy, quicstepd killed mid-transfer] the transfer "
+              f"{'completed' if ok else 'FAILED'}; {len(bad)} leaks; with no daemon "
+              f"{sum(1 for r in orphaned if r[0])}/{len(orphaned)} fetches completed "
+              f"(all through the proxy)")
+        self.assertEqual(bad[:5], [], "leaked with quicstepd killed")
+        self.assertEqual([r for r in orphaned if not r[0]], [],
+                         "with the daemon dead its rules still carry handshakes to the proxy")
+        self.start_tproxy_daemon(proxy)
+        ok, secs = gtlsclient_fetch(WORKDIR, "tp-restarted", "blocked.test", timeout=15)
+        self.assertTrue(ok, "a fetch after quicstepd's restart")
+        fired = sorted({d["rule"] for d in self.blocks()})
+        self.assertEqual([r for r in fired if r != "wireguard"], [],
+                         "the censor saw a blocked name")
+
 
 if __name__ == "__main__":
     unittest.main()
