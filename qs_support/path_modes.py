@@ -3,16 +3,21 @@ the page-load measurements: native (nothing to do), full VPN (`qslab vpn on`: ev
 through the channel) and QUICstep (quicstepd started on the client for the mode, stopped
 after it). The caller passes its process list (processes are ended by PID) and a work
 directory. One more mode, not among the three the demo and the default batches use: TUN, the
-TUN engine quicstep-tun in the QUICstep place (qs_support/tun_engine.py)."""
+TUN engine quicstep-tun in the QUICstep place (qs_support/tun_engine.py). Two more for the
+tproxy channel (qs_support/shadowsocks.py; the proxy server and clients are the caller's to
+start, `proxy_server` its address): the full proxy (all client traffic through Shadowsocks)
+and QUICstep with the proxy as its channel."""
 import json
 import os
 from contextlib import contextmanager
 
 from qs_support import lab as qslab_lab
-from qs_support import quicstepd, tun_engine
+from qs_support import quicstepd, shadowsocks, tun_engine
 
 MODES = ("native", "full VPN", "QUICstep")
 TUN = "QUICstep TUN"
+FULL_PROXY, QS_PROXY = "full proxy", "QUICstep proxy"
+PROXY_MODES = (FULL_PROXY, QS_PROXY)
 
 
 class PathModes:
@@ -25,10 +30,14 @@ class PathModes:
         self.sock = os.path.join(work, "control.sock")
         self.daemon = None
         self.tun = False
+        self.proxy_server = None  # the proxy modes: the Shadowsocks server's address
 
     def enter(self, mode):
-        if mode not in MODES and mode != TUN:
-            raise ValueError(f"unknown path mode {mode!r} (one of {', '.join(MODES + (TUN,))})")
+        known = MODES + (TUN,) + PROXY_MODES
+        if mode not in known:
+            raise ValueError(f"unknown path mode {mode!r} (one of {', '.join(known)})")
+        if mode in PROXY_MODES and not self.proxy_server:
+            raise ValueError(f"{mode}: start the Shadowsocks server and clients first")
         if mode == "full VPN":
             qslab_lab.qslab("vpn", "on")
         elif mode == "QUICstep":
@@ -42,16 +51,28 @@ class PathModes:
         elif mode == TUN:
             self.daemon = tun_engine.start(self.procs, self.lab, self.work, self.sock)
             self.tun = True
+        elif mode == FULL_PROXY:
+            shadowsocks.full_proxy_on(self.lab, self.proxy_server)
+        elif mode == QS_PROXY:
+            config = quicstepd.write_config(
+                os.path.join(self.work, "quicstepd.toml"), None,
+                extra=shadowsocks.quicstepd_extra(self.proxy_server) + self.extra)
+            self.daemon = self.procs.start(self.ns, [quicstepd.daemon(), "--config", config,
+                                                     "--control", self.sock],
+                                           os.path.join(self.work, "quicstepd.log"))
+            quicstepd.wait_daemon(self.ns, self.sock, self.daemon)
 
     def leave(self, mode):
         if mode == "full VPN":
             qslab_lab.qslab("vpn", "off")
-        elif mode == "QUICstep" and self.daemon:
+        elif mode in ("QUICstep", QS_PROXY) and self.daemon:
             self.procs.stop(self.daemon, timeout=20)
             self.daemon = None
         elif mode == TUN and self.daemon:
             tun_engine.stop(self.procs, self.lab, self.daemon)
             self.daemon, self.tun = None, False
+        elif mode == FULL_PROXY:
+            shadowsocks.full_proxy_off(self.lab)
 
     @contextmanager
     def using(self, mode):

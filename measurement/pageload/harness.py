@@ -16,7 +16,7 @@ import tempfile
 import time
 
 from measurement.pageload import cdp, pages
-from qs_support import captures, certs, chromium, path_modes, quicstepd
+from qs_support import captures, certs, chromium, path_modes, quicstepd, shadowsocks
 from qs_support import lab as qslab_lab
 from qs_support.procs import Procs
 
@@ -31,6 +31,11 @@ HOLD_VARIANT = ("QUICstep hold 100ms", "QUICstep", "[hold]\ntime_ms = 100\n")
 QUEUE_PATH_VARIANT = ("QUICstep queue path", "QUICstep", 'native_path = "queue"\n')
 # The TUN engine (quicstep-tun, client/tun) in QUICstep's place: the Android app's engine.
 TUN_VARIANT = (path_modes.TUN, path_modes.TUN, "")
+# The user's real alternative where WireGuard is blocked: a Shadowsocks proxy client
+# (qs_support/shadowsocks.py), as the full proxy and as QUICstep's tproxy channel.
+PROXY_VARIANTS = [("native", "native", ""),
+                  (path_modes.FULL_PROXY, path_modes.FULL_PROXY, ""),
+                  (path_modes.QS_PROXY, path_modes.QS_PROXY, "")]
 FIELDS = ["experiment", "profile", "channel_rate_mbit", "round", "mode", "page", "page_bytes",
           "ok", "error", "ttfb_ms", "plt_ms", "protocol", "responses", "non_h3_responses",
           "received_bytes", "channel_bytes", "channel_packets", "wall_s", "qs_moved_native",
@@ -42,13 +47,14 @@ def log(msg):
     print(f"pageload: {msg}", flush=True)
 
 
-def start_provider_capture(procs, lab, path):
-    """Headers only of the WireGuard packets on the provider's uplink: the channel's load
-    (encrypted tunnel packets both ways, IP bytes)."""
+def start_provider_capture(procs, lab, path, proxy=False):
+    """Headers only of the WireGuard packets (with `proxy`, the Shadowsocks server's, TCP and
+    UDP) on the provider's uplink: the channel's load (encrypted packets both ways, IP
+    bytes)."""
     prov = lab["provider"]
+    port = ["port", str(shadowsocks.PORT)] if proxy else ["udp", "port", str(prov["listen_port"])]
     p = procs.start(prov["netns"], ["tcpdump", "-i", prov["uplink_interface"], "-w", path, "-n",
-                                    "-s", "96", "-B", "65536", "udp", "port",
-                                    str(prov["listen_port"])], path + ".log")
+                                    "-s", "96", "-B", "65536", *port], path + ".log")
     if captures.started(path):
         return p
     raise RuntimeError("tcpdump at the provider did not start")
@@ -101,10 +107,31 @@ class Batch:
             time.sleep(0.3)
             if p.poll() is not None:
                 raise RuntimeError(f"gtlsserver did not start in {srv}")
+        proxy = any(base in path_modes.PROXY_MODES for _, base, _ in self.variants)
+        if proxy:
+            self.start_proxy()
         self.pcap = os.path.join(self.work, "provider.pcap")
-        self.capture = start_provider_capture(self.procs, self.lab, self.pcap)
+        self.capture = start_provider_capture(self.procs, self.lab, self.pcap, proxy)
         self.modes = {label: path_modes.PathModes(self.lab, self.procs, self.work, extra)
                       for label, _, extra in self.variants}
+        for m in self.modes.values():
+            m.proxy_server = self.proxy_server
+
+    proxy_server = None
+
+    def start_proxy(self):
+        """Shadowsocks for the proxy modes; the channel rate limits what the provider sends
+        on its uplink (the download leg to the client; the VPN's limit sits on its WireGuard
+        devices, which the proxy's packets do not cross)."""
+        self.proxy_server, _ = shadowsocks.start_server(self.procs, self.lab, self.work)
+        shadowsocks.start_clients(self.procs, self.lab, self.proxy_server, self.work)
+        if self.rate:
+            prov = self.lab["provider"]
+            rate_bps = self.rate * 1e6
+            subprocess.run(["ip", "netns", "exec", prov["netns"], "tc", "qdisc", "replace",
+                            "dev", prov["uplink_interface"], "root", "tbf", "rate",
+                            f"{int(rate_bps)}bit", "burst", str(max(3200, int(rate_bps / 8 * 0.004))),
+                            "latency", "100ms"], check=True, timeout=10)
 
     def down(self):
         self.procs.stop_all()
@@ -128,7 +155,8 @@ class Batch:
         row = {"experiment": self.experiment, "profile": self.profile,
                "channel_rate_mbit": "" if self.rate is None else self.rate, "round": round_no,
                "mode": mode, "page": page, "page_bytes": size, "ok": 0, "error": ""}
-        before = self.qsd_status(mode) if base_mode in ("QUICstep", path_modes.TUN) else None
+        daemon_modes = ("QUICstep", path_modes.TUN, path_modes.QS_PROXY)
+        before = self.qsd_status(mode) if base_mode in daemon_modes else None
         home = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
         origins = ",".join(f"{host}:443" for host in pages.HOSTS)
         flags = ["--enable-quic", f"--origin-to-force-quic-on={origins}",

@@ -160,6 +160,7 @@ def write(csv_path, out):
     md += diagnosis(data)
     md += hold(data, out)
     md += native_paths(data)
+    md += proxy_channel(data)
     md += timelines(os.path.join(out, "diagnosis.csv"))
     with open(os.path.join(out, "REPORT.md"), "w") as f:
         f.write("\n".join(md) + "\n")
@@ -448,6 +449,37 @@ def native_paths(data):
         md.append(f"| {page} | {' / '.join(ms(x) for x in t)} | {' / '.join(ms(x) for x in p)} | "
                   f"{fmt(tot[1] / tot[2])} | {ms(tot[1] - tot[0])} | {ms(tot[2] - tot[0])} | "
                   f"{n} |")
+    return md + [""]
+
+
+def proxy_channel(data):
+    """The `proxy` batch: the user's Shadowsocks client as the full proxy and as QUICstep's
+    tproxy channel, next to native."""
+    keys = data.keys("proxy")
+    if not keys:
+        return []
+    modes = ("native", "full proxy", "QUICstep proxy")
+    md = ["## Against the full proxy: Shadowsocks as QUICstep's channel (`proxy` batch)", "",
+          "Where WireGuard is blocked the user's alternative is a proxy client. Debian's "
+          "shadowsocks-libev: ss-server at the provider, ss-redir on the client. `full proxy`: "
+          "all the client's TCP and UDP handed to ss-redir (the standard tproxy setup); "
+          "`QUICstep proxy`: quicstepd with `channel_kind = \"tproxy\"` and its default "
+          "config (DNS, TCP and handshakes to ss-redir, the rest native). The channel rate "
+          "limits what the provider sends on its uplink (the download leg). Channel bytes: IP "
+          "bytes to and from the Shadowsocks server at the provider during the load.", "",
+          "| page | TTFB native / proxy / QUICstep ms | PLT native / proxy / QUICstep ms | "
+          "QUICstep/proxy TTFB+PLT | QUICstep/native TTFB+PLT | QUICstep TTFB / proxy TTFB | "
+          "channel KB proxy / QUICstep | rounds |", "|---|---|---|---|---|---|---|---|"]
+    for _, profile, rate, page in sorted(keys, key=lambda k: (SIZES + ("many",)).index(k[3])):
+        k4 = ("proxy", profile, rate, page)
+        t = [data.median(k4 + (m,), "ttfb_ms") for m in modes]
+        p = [data.median(k4 + (m,), "plt_ms") for m in modes]
+        tot = [a + b for a, b in zip(t, p)]
+        ch = [data.median(k4 + (m,), "channel_bytes") / 1000 for m in modes[1:]]
+        n = min(len(data.values(k4 + (m,), "plt_ms")) for m in modes)
+        md.append(f"| {page} | {' / '.join(ms(x) for x in t)} | {' / '.join(ms(x) for x in p)} "
+                  f"| {fmt(tot[2] / tot[1])} | {fmt(tot[2] / tot[0])} | {fmt(t[2] / t[1])} | "
+                  f"{ch[0]:,.0f} / {ch[1]:,.0f} | {n} |")
     return md + [""]
 
 

@@ -13,6 +13,9 @@
            and with the queue path (no full VPN: the other batches have it)
   tun      london-ohio at 5 Mbit/s: native, quicstepd (default) and the TUN engine
            quicstep-tun, 100 KB and 1 MB pages (issue 23's target: within 1.1x of quicstepd)
+  proxy    london-ohio at 5 Mbit/s to the proxy: native, the full proxy (all traffic through
+           Shadowsocks) and quicstepd with Shadowsocks as its tproxy channel; 100 KB, 1 MB,
+           10 MB (the user's alternative where WireGuard is blocked)
 
 Each batch (one profile and rate) takes the lab lock /run/qs-helper-lab.lock, brings the lab
 up, runs its rounds and brings it down, so other users of the lab get it between batches.
@@ -69,6 +72,10 @@ def plan(args):
         out.append(("tun", args.table5_profile, 5, ["100KB", "1MB"], args.rounds,
                     [v for v in harness.DEFAULT_VARIANTS if v[0] != "full VPN"]
                     + [harness.TUN_VARIANT]))
+    if "proxy" in args.experiments:
+        from measurement.pageload import harness
+        out.append(("proxy", args.table5_profile, 5, ["100KB", "1MB", "10MB"], args.rounds,
+                    harness.PROXY_VARIANTS))
     return out
 
 
@@ -86,7 +93,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--experiments", nargs="+",
                     default=["table5", "table2", "table3", "hold", "paths"],
-                    choices=["table5", "table2", "table3", "hold", "paths", "tun"])
+                    choices=["table5", "table2", "table3", "hold", "paths", "tun", "proxy"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
     ap.add_argument("--table5-profile", default="london-ohio")
     ap.add_argument("--skip-done", action="store_true", help="skip batches already in the CSV")

@@ -14,7 +14,7 @@ import threading
 import time
 import unittest
 
-from qs_support import artifacts, captures
+from qs_support import artifacts, captures, shadowsocks
 from tests.censor.censor_helpers import (BIG_SIZE, Procs, WORK, censor_lab, chromium_fetch,
                                          curl_fetch, gtlsclient_fetch, lab_helpers, make_site,
                                          wait_lab_idle, wait_listening)
@@ -350,54 +350,23 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual([r for r in fired if r != "wireguard"], [],
                          "the censor saw a blocked name")
 
-    # The tproxy channel: Debian's shadowsocks-libev, ss-server at the provider and one
-    # ss-redir per family on the client (127.0.0.1 and ::1, port 1080; one -b per process),
-    # UDP and TCP relayed. The censor does not recognise Shadowsocks.
-    SS_PORT, SS_KEY, SS_METHOD, PROXY_PORT = "8388", "qs-lab-pass", "chacha20-ietf-poly1305", 1080
-
-    def wait_bound(self, ns, proto, address, port, proc, timeout=10):
-        deadline = time.time() + timeout
-        while True:
-            self.assertIsNone(proc.poll(), f"{proc.args[0]} exited")
-            out = subprocess.run(["ip", "netns", "exec", ns, "ss", f"-Hln{proto}",
-                                  f"src {address}:{port}"], capture_output=True, text=True).stdout
-            if out.strip():
-                return
-            self.assertLess(time.time(), deadline, f"nothing at {proto} {address}:{port} in {ns}")
-            time.sleep(0.05)
-
+    # The tproxy channel: qs_support/shadowsocks.py (ss-server at the provider, ss-redir per
+    # family on the client). The censor does not recognise Shadowsocks.
     def start_proxy_clients(self, server):
-        """ss-redir -u (UDP and TCP) at 127.0.0.1:1080 and [::1]:1080, to ss-server at
-        `server`; returns the two processes."""
-        redirs = []
-        for bind in ("127.0.0.1", "::1"):
-            p = self.procs.start(self.client_ns, [
-                "ss-redir", "-s", server, "-p", self.SS_PORT, "-b", bind, "-l",
-                str(self.PROXY_PORT), "-k", self.SS_KEY, "-m", self.SS_METHOD, "-u", "-t", "120"],
-                os.path.join(WORKDIR, f"ss-redir-{bind.replace(':', '')}-{time.time():.3f}.log"))
+        redirs = shadowsocks.start_clients(self.procs, self.lab, server, WORKDIR)
+        for p in redirs:
             self.addCleanup(self.procs.stop, p)
-            self.wait_bound(self.client_ns, "u", bind if bind[0] != ":" else "[::1]",
-                            self.PROXY_PORT, p)
-            redirs.append(p)
         return redirs
 
     def start_shadowsocks(self):
-        """ss-server at the provider's address (the WireGuard endpoint's), the proxy clients
-        on the client. Returns (the server's address, the proxy clients)."""
-        prov = self.lab["provider"]
-        server = self.lab["client"]["channel"]["endpoint"].rsplit(":", 1)[0]
-        ss = self.procs.start(prov["netns"], [
-            "ss-server", "-s", server, "-p", self.SS_PORT, "-k", self.SS_KEY, "-m",
-            self.SS_METHOD, "-u", "-t", "120"], os.path.join(WORKDIR, "ss-server.log"))
+        """Returns (the proxy server's address, the proxy clients)."""
+        server, ss = shadowsocks.start_server(self.procs, self.lab, WORKDIR)
         self.addCleanup(self.procs.stop, ss)
-        self.wait_bound(prov["netns"], "u", server, self.SS_PORT, ss)
         return server, self.start_proxy_clients(server)
 
     def start_tproxy_daemon(self, server):
-        config = qsd.write_config(
-            os.path.join(WORKDIR, "tproxy.toml"), None,
-            extra=f'channel_kind = "tproxy"\ntproxy_port = {self.PROXY_PORT}\n'
-                  f'channel_exempt = ["{server}"]\n')
+        config = qsd.write_config(os.path.join(WORKDIR, "tproxy.toml"), None,
+                                  extra=shadowsocks.quicstepd_extra(server))
         p = self.procs.start(self.client_ns, [qsd.QSD, "--config", config, "--control", self.sock],
                              os.path.join(WORKDIR, f"quicstepd-tproxy-{time.time():.3f}.log"))
         self.addCleanup(self.procs.stop, p)
