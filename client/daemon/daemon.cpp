@@ -834,6 +834,7 @@ nlohmann::json Daemon::Impl::status() {
   j["native_path"] = path->name();
   if (!routed_unavailable.empty()) j["routed_unavailable"] = routed_unavailable;
   j["channel"]["kind"] = std::string(to_string(config.daemon.channel_kind));
+  if (tproxy()) j["channel"]["proxy"] = {{"port", config.daemon.tproxy_port}};
   j["channel"]["up"] = channel_up;
   j["channel"]["downs"] = channel_downs;
   j["channel"]["down_for_s"] =
@@ -854,8 +855,8 @@ nlohmann::json Daemon::Impl::status() {
     if (config.daemon.channel_kind == core::ChannelKind::wireguard) {
       j["channel"]["wireguard"] = {{"peers", r->peers.size()}, {"rx_bytes", rx}, {"tx_bytes", tx}};
     } else if (tproxy()) {
-      j["channel"]["proxy"] = {{"port", config.daemon.tproxy_port}, {"rx_bytes", rx},
-                               {"tx_bytes", tx}};
+      j["channel"]["proxy"]["rx_bytes"] = rx;
+      j["channel"]["proxy"]["tx_bytes"] = tx;
     } else {
       j["channel"]["device"] = {{"rx_bytes", rx}, {"tx_bytes", tx}};
     }

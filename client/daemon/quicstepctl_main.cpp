@@ -95,8 +95,13 @@ void print_tun_engine(const nlohmann::json& s) {
 
 void print_human(const nlohmann::json& s) {
   const nlohmann::json& ch = s["channel"];
-  std::cout << "channel: " << ch["interface"].get<std::string>() << " ("
-            << ch["addressing"].get<std::string>() << ")";
+  if (ch.value("kind", "") == "tproxy" && ch.contains("proxy")) {
+    std::cout << "channel: the proxy client at port " << ch["proxy"]["port"]
+              << (ch.value("up", true) ? "" : " (not listening: failed closed)");
+  } else {
+    std::cout << "channel: " << ch["interface"].get<std::string>() << " ("
+              << ch["addressing"].get<std::string>() << ")";
+  }
   if (ch.contains("health")) {
     std::cout << ", " << ch["health"].get<std::string>();
     if (ch.contains("handshake_age_s") && ch["handshake_age_s"].is_number()) {
