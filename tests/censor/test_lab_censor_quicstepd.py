@@ -80,18 +80,25 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
     def tearDown(self):
         censor_lab.stop()
 
+    def fetch_blocked_test(self, prefix):
+        """FETCHES gtlsclient and CHROME_FETCHES Chromium fetches of blocked.test, one after
+        another: [(client, ok, seconds)]."""
+        results = []
+        for i in range(FETCHES):
+            ok, secs = gtlsclient_fetch(WORKDIR, f"{prefix}gtls-{i}", "blocked.test", timeout=15)
+            results.append(("gtlsclient", ok, secs))
+        for i in range(CHROME_FETCHES):
+            ok, secs, _ = chromium_fetch(WORKDIR, f"{prefix}chrome-{i}", "https://blocked.test/",
+                                         self.spki, ["--enable-quic",
+                                                     "--origin-to-force-quic-on=blocked.test:443"],
+                                         timeout=20)
+            results.append(("chromium", ok, secs))
+        return results
+
     def test_1_default_censor_fifty_fetches_succeed(self):
         censor_lab.start([])
         self.start_daemon()
-        results = []
-        for i in range(FETCHES):
-            ok, secs = gtlsclient_fetch(WORKDIR, f"gtls-{i}", "blocked.test", timeout=15)
-            results.append(("gtlsclient", ok, secs))
-        for i in range(CHROME_FETCHES):
-            ok, secs, _ = chromium_fetch(WORKDIR, f"chrome-{i}", "https://blocked.test/", self.spki,
-                                         ["--enable-quic", "--origin-to-force-quic-on=blocked.test:443"],
-                                         timeout=20)
-            results.append(("chromium", ok, secs))
+        results = self.fetch_blocked_test("")
         t0 = time.time()
         ok, rc, err = curl_fetch("blocked.test", timeout=15)
         results.append(("curl-tcp", ok, time.time() - t0))
@@ -211,16 +218,7 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         censor_lab.start(["--block-wireguard"])
         ifname, server, _ = self.start_forwarded_tunnel()
         self.start_interface_daemon(ifname, server)
-        results = []
-        for i in range(FETCHES):
-            ok, secs = gtlsclient_fetch(WORKDIR, f"if-gtls-{i}", "blocked.test", timeout=15)
-            results.append(("gtlsclient", ok, secs))
-        for i in range(CHROME_FETCHES):
-            ok, secs, _ = chromium_fetch(WORKDIR, f"if-chrome-{i}", "https://blocked.test/",
-                                         self.spki, ["--enable-quic",
-                                                     "--origin-to-force-quic-on=blocked.test:443"],
-                                         timeout=20)
-            results.append(("chromium", ok, secs))
+        results = self.fetch_blocked_test("if-")
         ok, secs = gtlsclient_fetch(WORKDIR, "if-big", "blocked.test", timeout=60,
                                     resource="big.bin", size=BIG_SIZE)
         results.append(("gtlsclient-big", ok, secs))
@@ -411,16 +409,7 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.write_10m()
         proxy, _ = self.start_shadowsocks()
         self.start_tproxy_daemon(proxy)
-        results = []
-        for i in range(FETCHES):
-            ok, secs = gtlsclient_fetch(WORKDIR, f"tp-gtls-{i}", "blocked.test", timeout=15)
-            results.append(("gtlsclient", ok, secs))
-        for i in range(CHROME_FETCHES):
-            ok, secs, _ = chromium_fetch(WORKDIR, f"tp-chrome-{i}", "https://blocked.test/",
-                                         self.spki, ["--enable-quic",
-                                                     "--origin-to-force-quic-on=blocked.test:443"],
-                                         timeout=20)
-            results.append(("chromium", ok, secs))
+        results = self.fetch_blocked_test("tp-")
         st = qsd.wait_channel_working(self.lab, self.daemon_status)
         srv = self.lab["servers"][0]
         first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731

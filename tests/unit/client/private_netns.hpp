@@ -1,6 +1,6 @@
 // in_private_netns: runs a test body against the kernel in a child process that has a
 // network namespace of its own (root only: callers skip otherwise). The child reports its
-// failures through a pipe.
+// failures through a pipe. tx_packets: what such a body reads to tell where a packet left.
 #pragma once
 
 #include <sched.h>
@@ -9,6 +9,10 @@
 
 #include <functional>
 #include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "net/process.hpp"
 
 namespace quicstep::client::kernel {
 
@@ -32,6 +36,16 @@ inline std::string in_private_netns(const std::function<std::string()>& body) {
   waitpid(pid, &status, 0);
   if (out.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) return "child failed";
   return out;
+}
+
+// Packets device `dev` has sent (`ip -j -s link show`: netlink, this namespace); -1 when it
+// cannot be read.
+inline long tx_packets(const std::string& dev) {
+  auto r = net::run_process({"ip", "-j", "-s", "link", "show", "dev", dev});
+  if (!r.ok()) return -1;
+  auto j = nlohmann::json::parse(r.output, nullptr, false);
+  if (!j.is_array() || j.empty()) return -1;
+  return j[0]["stats64"]["tx"]["packets"].get<long>();
 }
 
 }  // namespace quicstep::client::kernel

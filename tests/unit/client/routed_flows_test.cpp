@@ -35,15 +35,6 @@ std::string run(const std::vector<std::string>& cmd, const std::string& input = 
   return r.ok() ? "" : net::describe(cmd, r);
 }
 
-// Packets a device has sent (`ip -j -s link show`: netlink, this namespace).
-long tx_packets(const std::string& dev) {
-  auto r = net::run_process({"ip", "-j", "-s", "link", "show", "dev", dev});
-  if (!r.ok()) return -1;
-  auto j = nlohmann::json::parse(r.output, nullptr, false);
-  if (!j.is_array() || j.empty()) return -1;
-  return j[0]["stats64"]["tx"]["packets"].get<long>();
-}
-
 // One datagram from local port `sport` to server:443, by an unconnected socket (sendto) or a
 // connected one (connect, send). Returns "" or the failing call.
 std::string send_from(std::uint16_t sport, const char* server, bool connected) {

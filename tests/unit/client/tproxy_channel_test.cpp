@@ -20,8 +20,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "client/daemon/device_counters.hpp"
 #include "client/kernel/kernel_rules.hpp"
 #include "client/kernel/nft_rules.hpp"
@@ -214,14 +212,6 @@ std::string proxy_received(int fd) {
     }
   }
   return text(from) + " -> " + dst;
-}
-
-long tx_packets(const std::string& dev) {
-  auto r = net::run_process({"ip", "-j", "-s", "link", "show", "dev", dev});
-  if (!r.ok()) return -1;
-  auto j = nlohmann::json::parse(r.output, nullptr, false);
-  if (!j.is_array() || j.empty()) return -1;
-  return j[0]["stats64"]["tx"]["packets"].get<long>();
 }
 
 common::FlowKey flow(std::uint16_t sport) {
