@@ -477,7 +477,8 @@ void Daemon::Impl::setup_healing() {
     if ((spec.routed || spec.stateless) && channel_ifindex == 0) return std::nullopt;
     std::vector<std::pair<std::uint8_t, std::string>> tables;
     if (spec.routed) {
-      tables = {{NFPROTO_NETDEV, spec.table}, {NFPROTO_INET, spec.table}};  // + its flows
+      tables = {{NFPROTO_INET, spec.table}};  // its flows (and a tproxy channel's chains)
+      if (spec.tproxy_port == 0) tables.push_back({NFPROTO_NETDEV, spec.table});
     } else {
       tables = {{NFPROTO_INET, spec.table}, {NFPROTO_IPV4, "raw"}, {NFPROTO_IPV6, "raw"}};
       if (spec.stateless) tables.push_back({NFPROTO_NETDEV, spec.table});

@@ -124,7 +124,7 @@ std::string delete_table_text(std::string_view table);
 // inet table of the flows moved native (below, "routed flows").
 //
 // A tproxy channel (spec.tproxy_port): no netdev table. The routing rules send channel
-// packets to `local default dev lo` (routing.hpp), so they loop back, still addressed to the
+// packets to a route through lo (routing.hpp), so they loop back, still addressed to the
 // server; the inet table's chains tell them by their destination, which is not local (`fib
 // daddr type != local`): on output they are counted (channel_out) and the QUIC ones copied
 // to the log group; at prerouting they are handed to the proxy client's socket (`tproxy` to

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "client/kernel/fib_rule_writer.hpp"
 #include "net/process.hpp"
@@ -39,7 +40,11 @@ std::vector<std::vector<std::string>> routing_commands(const RoutingSpec& s) {
 std::vector<std::string> routed_channel_route(const RoutingSpec& s, const char* family,
                                               const std::string& source) {
   std::vector<std::string> cmd{"ip", family, "route", source.empty() ? "del" : "replace"};
-  if (s.channel_local) cmd.push_back("local");
+  // IPv6 needs the route's type to deliver a looped-back packet locally; IPv4 does not (an
+  // output route through lo delivers locally) and must not have it: the reverse-path check
+  // of a moved flow's native answers finds this route by its ports, and loose rp_filter
+  // (systemd's default) drops a packet whose source routes as local.
+  if (s.channel_local && std::string_view(family) == "-6") cmd.push_back("local");
   cmd.insert(cmd.end(), {"default", "dev", s.channel_interface});
   if (!source.empty()) cmd.insert(cmd.end(), {"src", source});
   cmd.insert(cmd.end(), {"table", std::to_string(s.routed_table)});

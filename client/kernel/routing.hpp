@@ -43,8 +43,9 @@ struct RoutingSpec {
   // route, so its channel packets meet `unreachable`).
   std::string source_v4, source_v6;
   std::string channel_interface;
-  // A tproxy channel: the channel route is `local default dev lo` (channel packets loop back
-  // to the proxy client's socket, nft_rules.hpp), still with the native source address.
+  // A tproxy channel: the channel route goes through lo (channel packets loop back to the
+  // proxy client's socket, nft_rules.hpp), still with the native source address: `default
+  // dev lo` for IPv4, `local default dev lo` for IPv6 (routed_channel_route).
   bool channel_local = false;
 
   // The native flows' rule's priority, then the routed rules' (flow_priority + 1 ..).
@@ -53,8 +54,8 @@ struct RoutingSpec {
 };
 
 // The routed table's channel route of `family` ("-4", "-6") with source `source`: `ip
-// route replace [local] default dev IF src SOURCE table T`, or with an empty source the
-// `ip route del` of it.
+// route replace [local] default dev IF src SOURCE table T` (`local` for a tproxy channel's
+// IPv6 route), or with an empty source the `ip route del` of it.
 std::vector<std::string> routed_channel_route(const RoutingSpec& spec, const char* family,
                                               const std::string& source);
 

@@ -434,6 +434,8 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual([r for r in fired if r != "wireguard"], [],
                          "the censor saw a blocked name")
         self.assertEqual(st["channel"]["kind"], "tproxy")
+        self.assertEqual({k: v["removals"] for k, v in st["healing"]["pieces"].items()
+                          if v["removals"]}, {}, "none of quicstepd's kernel state went missing")
         self.assertTrue(st["channel"]["up"])
         self.assertEqual(st["channel"]["health"], "working")
         self.assertGreater(st["channel"]["proxy"]["rx_bytes"], 0)

@@ -5,10 +5,12 @@
 // tells whether a datagram left natively) and a stand-in for the proxy client: a UDP and a
 // TCP socket with IP_TRANSPARENT at 127.0.0.1:1080. Channel packets (QUIC, DNS, a TCP
 // connection) reach the proxy's sockets with their original destination; a flow in routed4
-// leaves natively; with the proxy gone they are dropped and counted, never native; local
+// leaves natively and its answers arrive through loose reverse-path filtering; with the proxy gone they are dropped and counted, never native; local
 // traffic on lo is not touched; the daemon's health reading sees bytes out and in.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -19,6 +21,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "client/daemon/device_counters.hpp"
 #include "client/kernel/kernel_rules.hpp"
@@ -112,18 +116,19 @@ TEST(TproxyChannel, TheRulesetHandsChannelPacketsToTheProxyOrDropsThem) {
   EXPECT_FALSE(has(ruleset_text(wg), " return\n    ip6 daddr"));
 }
 
-TEST(TproxyChannel, TheChannelRouteIsALocalRouteThroughLoWithTheNativeSource) {
+TEST(TproxyChannel, TheChannelRouteGoesThroughLoWithTheNativeSource) {
   RoutingSpec r = tproxy_routing("198.18.1.2");
   r.source_v6 = "2001:db8:1::2";
   std::vector<std::string> routes;
   for (const auto& c : routed_routing_commands(r)) {
     if (c[2] == "route") routes.push_back(joined(c));
   }
+  // IPv4's is unicast: a local one would fail the reverse-path check of native answers.
   EXPECT_EQ(routes, (std::vector<std::string>{
-                        "ip -4 route replace local default dev lo src 198.18.1.2 table 51821",
+                        "ip -4 route replace default dev lo src 198.18.1.2 table 51821",
                         "ip -6 route replace local default dev lo src 2001:db8:1::2 table 51821"}));
-  EXPECT_EQ(joined(routed_channel_route(r, "-4", "")),
-            "ip -4 route del local default dev lo table 51821");
+  EXPECT_EQ(joined(routed_channel_route(r, "-6", "")),
+            "ip -6 route del local default dev lo table 51821");
   r.channel_local = false;
   r.channel_interface = "qs-wg0";
   EXPECT_EQ(joined(routed_channel_route(r, "-4", "198.18.1.3")),
@@ -214,6 +219,61 @@ std::string proxy_received(int fd) {
   return text(from) + " -> " + dst;
 }
 
+// A device's MAC address, over netlink (this namespace's; /sys shows the mount's).
+std::vector<std::uint8_t> mac_of(const std::string& dev) {
+  auto r = net::run_process({"ip", "-j", "link", "show", "dev", dev});
+  auto j = nlohmann::json::parse(r.ok() ? r.output : "", nullptr, false);
+  std::vector<std::uint8_t> mac;
+  if (!j.is_array() || j.empty() || !j[0].contains("address")) return mac;
+  const std::string text = j[0]["address"].get<std::string>();  // "aa:bb:cc:dd:ee:ff"
+  for (std::size_t i = 0; i + 1 < text.size() && mac.size() < 6; i += 3) {
+    mac.push_back(static_cast<std::uint8_t>(std::stoul(text.substr(i, 2), nullptr, 16)));
+  }
+  return mac;
+}
+
+// A server's answer arriving natively: a frame from 198.18.71.10:443 to 198.18.70.2:`dport`
+// sent into qsn1, so that it arrives on qsn0 as from the network (ingress: the reverse-path
+// check applies). Returns whether a socket bound to 198.18.70.2:dport received it.
+std::string native_answer(std::uint16_t dport) {
+  const int app = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  const sockaddr_in local = endpoint("198.18.70.2", dport);
+  if (bind(app, reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0) return "bind";
+  std::vector<std::uint8_t> frame = mac_of("qsn0");
+  const std::vector<std::uint8_t> src = mac_of("qsn1");
+  if (frame.size() != 6 || src.size() != 6) return "no MAC";
+  frame.insert(frame.end(), src.begin(), src.end());
+  frame.insert(frame.end(), {0x08, 0x00});
+  const std::uint16_t payload = 16, udp_len = 8 + payload, total = 20 + udp_len;
+  std::uint8_t ip[20] = {0x45, 0, static_cast<std::uint8_t>(total >> 8),
+                         static_cast<std::uint8_t>(total), 0, 0, 0x40, 0, 64, 17, 0, 0,
+                         198, 18, 71, 10, 198, 18, 70, 2};
+  std::uint32_t sum = 0;
+  for (int i = 0; i < 20; i += 2) sum += (ip[i] << 8) | ip[i + 1];
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  ip[10] = static_cast<std::uint8_t>(~sum >> 8);
+  ip[11] = static_cast<std::uint8_t>(~sum);
+  frame.insert(frame.end(), ip, ip + 20);
+  // UDP checksum 0: none (allowed over IPv4).
+  frame.insert(frame.end(), {0x01, 0xbb, static_cast<std::uint8_t>(dport >> 8),
+                             static_cast<std::uint8_t>(dport), 0, udp_len, 0, 0});
+  frame.insert(frame.end(), payload, 0x40);
+  const int raw = socket(AF_PACKET, SOCK_RAW, 0);
+  sockaddr_ll to{};
+  to.sll_family = AF_PACKET;
+  to.sll_ifindex = static_cast<int>(if_nametoindex("qsn1"));
+  to.sll_halen = 6;
+  std::memcpy(to.sll_addr, frame.data(), 6);
+  const bool sent = sendto(raw, frame.data(), frame.size(), 0,
+                           reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
+                    static_cast<ssize_t>(frame.size());
+  close(raw);
+  pollfd p{app, POLLIN, 0};
+  const bool got = sent && poll(&p, 1, 500) == 1;
+  close(app);
+  return !sent ? "AF_PACKET send failed" : got ? "received" : "lost";
+}
+
 common::FlowKey flow(std::uint16_t sport) {
   common::FlowKey k;
   k.client.family = k.server.family = common::IpFamily::v4;
@@ -232,6 +292,8 @@ TEST(TproxyChannel, ChannelPacketsReachTheProxySocketOrNothing) {
                        {"ip", "link", "set", "lo", "up"},
                        {"ip", "link", "add", "qsn0", "type", "veth", "peer", "name", "qsn1"},
                        {"sysctl", "-qw", "net.ipv6.conf.qsn0.disable_ipv6=1"},
+                       {"sysctl", "-qw", "net.ipv4.conf.all.rp_filter=2"},
+                       {"sysctl", "-qw", "net.ipv4.conf.qsn0.rp_filter=2"},
                        {"ip", "link", "set", "qsn0", "arp", "off"},
                        {"ip", "link", "set", "qsn1", "up"},
                        {"ip", "addr", "add", "198.18.70.2/24", "dev", "qsn0"},
@@ -296,6 +358,12 @@ TEST(TproxyChannel, ChannelPacketsReachTheProxySocketOrNothing) {
                     got != "198.18.70.2:40001 -> 198.18.71.10:443") {
                   return std::string("another port's flow: ") + got;
                 }
+              }
+              // Its answers arrive natively, through loose reverse-path filtering (systemd's
+              // default), which looks the source up with the flow's ports: the channel route
+              // must not make it local.
+              if (auto got = native_answer(40000); got != "received") {
+                return "a native answer with rp_filter=2: " + got;
               }
               // Local traffic on lo is not the channel's.
               const int local = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
