@@ -486,6 +486,7 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         print(f"\n[tproxy, proxy client killed mid-transfer] the transfer "
               f"{'completed' if ok else 'FAILED'}; {len(bad)} leaks")
         self.assertEqual(bad[:5], [], "leaked with the proxy client killed")
+        self.assertTrue(ok, "the transfer, native already, survives the proxy client")
         outage = [gtlsclient_fetch(WORKDIR, f"tp-dead-{i}", "blocked.test", timeout=4)
                   for i in range(3)]
         st = self.daemon_status()
@@ -523,6 +524,7 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
               f"{sum(1 for r in orphaned if r[0])}/{len(orphaned)} fetches completed "
               f"(all through the proxy)")
         self.assertEqual(bad[:5], [], "leaked with quicstepd killed")
+        self.assertTrue(ok, "the transfer, native already, survives quicstepd")
         self.assertEqual([r for r in orphaned if not r[0]], [],
                          "with the daemon dead its rules still carry handshakes to the proxy")
         self.start_tproxy_daemon(proxy)
