@@ -385,7 +385,8 @@ def diagnosis(data):
           "client–server RTT ms | (QS−VPN) TTFB in RTTs |",
           "|---|---|---|---|---|---|---|---|---|"]
     rtts = profile_rtts()
-    for k4 in sorted({k[:4] for k in data.by}):
+    # (The proxy batch has no VPN and no plain QUICstep mode: its own section.)
+    for k4 in sorted({k[:4] for k in data.by if k[0] != "proxy"}):
         n_t, v_t, q_t = (data.median(k4 + (m,), "ttfb_ms") for m in MODES)
         n_p, _, q_p = (data.median(k4 + (m,), "plt_ms") for m in MODES)
         rtt = rtts.get(k4[1])
