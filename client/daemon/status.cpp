@@ -174,9 +174,11 @@ std::string metrics_text(const nlohmann::json& s) {
               "From the piece found missing to restored, the last time", "last_recovery_ms");
   }
   if (s.contains("channel") && s["channel"].contains("up")) {
-    metric("quicstep_channel_up", "gauge", "1 while the channel device is up",
+    metric("quicstep_channel_up", "gauge",
+           "1 while the channel is up (its device; a tproxy channel: the proxy listens)",
            {{"", s["channel"]["up"].get<bool>() ? 1 : 0}});
-    metric("quicstep_channel_downs_total", "counter", "Times the channel device went down",
+    metric("quicstep_channel_downs_total", "counter",
+           "Times the channel went down (its device, or a tproxy channel's proxy)",
            {{"", s["channel"]["downs"]}});
   }
   if (s.contains("channel") && s["channel"].contains("health")) {
