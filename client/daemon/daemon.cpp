@@ -652,8 +652,9 @@ void Daemon::Impl::notify_status() {
   } else if (!healer.healthy()) {
     text = "kernel state missing, failed closed (quicstepctl status: healing)";
   } else if (channel_health.state() == ChannelHealth::unanswered) {
-    text = channel_name() + " unanswered (it sends, nothing comes back): DNS, TCP and QUIC handshakes "
-           "fail until it answers";
+    text = channel_name() +
+           " unanswered (it sends, nothing comes back): DNS, TCP and QUIC handshakes fail "
+           "until it answers";
   }
   if (text != notified_status) {
     notified_status = text;
