@@ -1,6 +1,7 @@
 #include "client/daemon/channel.hpp"
 
 #include <net/if.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -15,8 +17,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "client/daemon/device_counters.hpp"
 #include "client/daemon/key_file.hpp"
+#include "client/daemon/wireguard_reading.hpp"
 #include "client/kernel/kernel_probe.hpp"
+#include "client/kernel/link_watch.hpp"
 #include "net/process.hpp"
 
 extern char** environ;
@@ -75,7 +80,15 @@ common::Outcome Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
     detach();
     return why;
   }
-  if (kind_ == core::ChannelKind::tproxy) return {};  // lo's settings are not the channel's
+  if (kind_ == core::ChannelKind::tproxy) {
+    tproxy_port_ = s.tproxy_port;
+    // Opened now: the system-call filter allows no new netlink socket later.
+    if (auto opened = proxy_sockets_.open_lookup(); !opened) {
+      spdlog::warn("cannot look up the proxy client's socket ({}): judged by its counters only",
+                   opened.error().message);
+    }
+    return {};  // lo's settings are not the channel's
+  }
   rp_filter_saved_ = trim(read_file(rp_filter_path(interface_)));
   if (rp_filter_saved_ == "1") std::ofstream(rp_filter_path(interface_)) << "2\n";
   return {};
@@ -261,6 +274,39 @@ void Channel::detach() {
     wg_pid_ = -1;
   }
   ::unlink(pid_file(interface_).c_str());
+}
+
+std::string Channel::describe() const {
+  return kind_ == core::ChannelKind::tproxy
+             ? "the proxy client at port " + std::to_string(tproxy_port_)
+             : "channel interface " + interface_;
+}
+
+bool Channel::is_up(bool device_seen) {
+  if (kind_ != core::ChannelKind::tproxy) return device_seen && kernel::link_is_up(interface_);
+  if (!proxy_sockets_.is_open()) return true;
+  std::array<std::uint8_t, 16> v6_loopback{};
+  v6_loopback[15] = 1;
+  bool unknown = false;
+  for (const common::IpAddress& address : {common::IpAddress::v4({127, 0, 0, 1}),
+                                           common::IpAddress::v6(v6_loopback)}) {
+    // A datagram from the same address's port 9 (discard) to the proxy's port.
+    const common::FlowKey to_proxy{address, address, tproxy_port_, 9, IPPROTO_UDP};
+    const std::optional<bool> found = proxy_sockets_.may_carry(to_proxy);
+    if (found == true) return true;
+    if (!found) unknown = true;
+  }
+  return unknown;
+}
+
+common::Result<WireGuardReading, common::Failure> Channel::read_health(
+    const std::string& table) const {
+  switch (kind_) {
+    case core::ChannelKind::wireguard: return read_wireguard(interface_);
+    case core::ChannelKind::interface: return read_device_counters(interface_);
+    case core::ChannelKind::tproxy: return read_proxy_counters(table);
+  }
+  return common::Failure("unknown channel kind");
 }
 
 void Channel::cleanup(const DaemonSettings& s) {

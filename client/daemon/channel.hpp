@@ -24,7 +24,9 @@
 #include <sys/types.h>
 
 #include "client/core/policy_config.hpp"
+#include "client/daemon/channel_health.hpp"
 #include "client/kernel/nft_rules.hpp"
+#include "client/kernel/udp_socket_watch.hpp"
 #include "common/error.hpp"
 
 namespace quicstep::client::daemon {
@@ -57,6 +59,21 @@ class Channel {
 
   static void cleanup(const core::DaemonSettings& settings);
 
+  // What the channel's state is read from, by kind (the daemon asks; it does not branch):
+  // What logs and the status line call it: "channel interface qs-wg0", or "the proxy client
+  // at port 1080".
+  std::string describe() const;
+  // Whether channel packets can go anywhere now: a device channel's device is up (the daemon
+  // has seen it, `device_seen`); a tproxy channel's proxy client has a UDP socket at its port
+  // (127.0.0.1 or ::1, or a wildcard address, looked up as the kernel would deliver a
+  // datagram there; a lookup that fails counts as listening: the health reading still
+  // judges).
+  bool is_up(bool device_seen);
+  // One reading for ChannelHealth: WireGuard's peers, a tunnel device's byte counters
+  // (device_counters.hpp), or a tproxy channel's counters in the nft table `table`. Errors:
+  // those readers'.
+  common::Result<WireGuardReading, common::Failure> read_health(const std::string& table) const;
+
  private:
   common::Outcome bring_up(const core::DaemonSettings& settings);
   // An interface channel: its default routes in the channel's table (at least one family).
@@ -73,6 +90,8 @@ class Channel {
   std::string rp_filter_saved_;
   std::vector<std::string> addresses_;  // the config's Address entries (created only)
   std::uint32_t routing_table_ = 0;
+  std::uint16_t tproxy_port_ = 0;
+  kernel::UdpSocketWatch proxy_sockets_;  // tproxy: its lookup socket, opened by attach()
 };
 
 }  // namespace quicstep::client::daemon

@@ -21,7 +21,6 @@
 #include "client/core/classifier.hpp"
 #include "client/daemon/channel.hpp"
 #include "client/daemon/channel_health.hpp"
-#include "client/daemon/device_counters.hpp"
 #include "client/daemon/control_server.hpp"
 #include "client/daemon/healer.hpp"
 #include "client/daemon/native_path.hpp"
@@ -37,7 +36,6 @@
 #include "client/kernel/nft_rules.hpp"
 #include "client/kernel/routing.hpp"
 #include "client/kernel/state_watch.hpp"
-#include "client/kernel/udp_socket_watch.hpp"
 #include "net/clock.hpp"
 
 namespace quicstep::client::daemon {
@@ -148,9 +146,6 @@ struct Daemon::Impl {
   // The native source address per family at the last check (nullopt: not read yet).
   std::optional<std::string> native_source_v4, native_source_v6;
   std::uint64_t channel_rebinds = 0;
-  // A tproxy channel: "up" while the proxy client has a socket at tproxy_port (looked up as
-  // the kernel would deliver a datagram to 127.0.0.1 or ::1 there).
-  kernel::UdpSocketWatch proxy_sockets;
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
 
@@ -182,12 +177,6 @@ struct Daemon::Impl {
   void rebind_channel();
   void judge_channel();
   bool tproxy() const { return config.daemon.channel_kind == core::ChannelKind::tproxy; }
-  // "channel qs-wg0", or "the proxy client at port 1080": what logs and the status line say.
-  std::string channel_name() const {
-    return tproxy() ? "the proxy client at port " + std::to_string(config.daemon.tproxy_port)
-                    : "channel interface " + config.daemon.channel_interface;
-  }
-  bool proxy_listening();
   void notify_status();
   void reload();
   nlohmann::json status();
@@ -204,15 +193,10 @@ common::Outcome Daemon::Impl::start() {
   channel_ifindex = if_nametoindex(config.daemon.channel_interface.c_str());
   if (auto why = start_native_path(); !why) return why;
   if (tproxy()) {
-    // Opened now: the system-call filter allows no new netlink socket later.
-    if (auto opened = proxy_sockets.open_lookup(); !opened) {
-      spdlog::warn("cannot look up the proxy client's socket ({}): judged by its counters only",
-                   opened.error().message);
-    }
     update_channel_link();
     if (!channel_up) {
       spdlog::warn("{} is not listening yet: DNS, TCP and QUIC handshakes fail closed until it "
-                   "is (start it: ss-redir -u, a tproxy inbound)", channel_name());
+                   "is (start it: ss-redir -u, a tproxy inbound)", channel.describe());
     }
   }
   control = std::make_unique<ControlServer>(
@@ -648,11 +632,11 @@ void Daemon::Impl::rebind_channel() {
 void Daemon::Impl::notify_status() {
   std::string text = "deciding";
   if (!channel_up) {
-    text = channel_name() + (tproxy() ? " not listening" : " down") + ": failed closed";
+    text = channel.describe() + " down: failed closed";
   } else if (!healer.healthy()) {
     text = "kernel state missing, failed closed (quicstepctl status: healing)";
   } else if (channel_health.state() == ChannelHealth::unanswered) {
-    text = channel_name() +
+    text = channel.describe() +
            " unanswered (it sends, nothing comes back): DNS, TCP and QUIC handshakes fail "
            "until it answers";
   }
@@ -671,19 +655,17 @@ void Daemon::Impl::arm_health_timer() {
   });
 }
 
-// One reading of the channel's state — WireGuard's peers, or an interface channel's device
-// counters (device_counters.hpp); a change of health is logged.
+// One reading of the channel's state (Channel::read_health); a change of health is logged.
 void Daemon::Impl::judge_channel() {
-  const std::string& ifname = config.daemon.channel_interface;
   const bool wireguard = config.daemon.channel_kind == core::ChannelKind::wireguard;
   std::optional<WireGuardReading> reading;
   if (channel_up) {
-    auto read = wireguard  ? read_wireguard(ifname)
-                : tproxy() ? read_proxy_counters(spec.table)
-                           : read_device_counters(ifname);
+    auto read = channel.read_health(spec.table);
     const std::string error = read ? std::string() : read.error().message;
     if (error != health_read_error) {
-      if (!error.empty()) spdlog::warn("channel health: cannot read {}: {}", ifname, error);
+      if (!error.empty()) {
+        spdlog::warn("channel health: cannot read {}: {}", channel.describe(), error);
+      }
       health_read_error = error;
     }
     if (read) reading = std::move(*read);
@@ -698,56 +680,35 @@ void Daemon::Impl::judge_channel() {
   if (now == ChannelHealth::unanswered) {
     spdlog::warn("{} unanswered: {} has sent for {} s and received nothing ({}); DNS, "
                  "TCP and QUIC handshakes fail until it answers",
-                 channel_name(), wireguard ? "WireGuard" : tproxy() ? "it" : "the tunnel",
+                 channel.describe(), wireguard ? "WireGuard" : tproxy() ? "it" : "the tunnel",
                  std::chrono::duration_cast<std::chrono::seconds>(
                              ChannelHealthOptions{}.unanswered_after).count(),
                  wireguard ? "the provider is gone, or WireGuard is blocked"
                            : "its program stopped forwarding, or its server is gone or blocked");
   } else if (before == ChannelHealth::unanswered && now == ChannelHealth::working) {
-    spdlog::warn("{} answers again", channel_name());
+    spdlog::warn("{} answers again", channel.describe());
   } else {
-    spdlog::info("{} health: {} -> {}", channel_name(), to_string(before), to_string(now));
+    spdlog::info("{} health: {} -> {}", channel.describe(), to_string(before), to_string(now));
   }
   notify_status();
 }
 
-// Whether the channel device is up. While it is down (or gone) channel packets find no route
-// and meet `unreachable`: nothing goes native that must not, and nothing works.
+// Whether the channel is up (Channel::is_up: its device, or a tproxy channel's proxy client).
+// While it is down channel packets find no route and meet `unreachable` (a proxy without a
+// socket: they are dropped): nothing goes native that must not, and nothing works.
 void Daemon::Impl::update_channel_link() {
-  const bool up = tproxy() ? proxy_listening()
-                           : channel_ifindex != 0 &&
-                                 kernel::link_is_up(config.daemon.channel_interface);
+  const bool up = channel.is_up(channel_ifindex != 0);
   if (up == channel_up) return;
   channel_up = up;
   if (!up) {
     ++channel_downs;
     channel_down_since = net::monotonic_now();
-    spdlog::warn("{} is {}: DNS, TCP and QUIC handshakes fail closed until it is {}",
-                 channel_name(), tproxy() ? "not listening" : "down",
-                 tproxy() ? "back" : "up again");
+    spdlog::warn("{} is down: DNS, TCP and QUIC handshakes fail closed until it is up again",
+                 channel.describe());
   } else {
-    spdlog::warn("{} is {} after {:.1f} s", channel_name(), tproxy() ? "back" : "up again",
+    spdlog::warn("{} is up again after {:.1f} s", channel.describe(),
                  std::chrono::duration<double>(net::monotonic_now() - channel_down_since).count());
   }
-}
-
-// Whether the proxy client has a UDP socket at tproxy_port (127.0.0.1 or ::1, or a wildcard
-// address): a failed lookup counts as listening (the counters still judge its health).
-bool Daemon::Impl::proxy_listening() {
-  if (!proxy_sockets.is_open() && !proxy_sockets.open_lookup()) return true;
-  const std::uint16_t port = config.daemon.tproxy_port;
-  bool unknown = false;
-  std::array<std::uint8_t, 16> v6_loopback{};
-  v6_loopback[15] = 1;
-  for (const common::IpAddress& address : {common::IpAddress::v4({127, 0, 0, 1}),
-                                           common::IpAddress::v6(v6_loopback)}) {
-    // A datagram from the same address's port 9 (discard) to the proxy's port.
-    const common::FlowKey to_proxy{address, address, port, 9, IPPROTO_UDP};
-    const std::optional<bool> found = proxy_sockets.may_carry(to_proxy);
-    if (found == true) return true;
-    if (!found) unknown = true;
-  }
-  return unknown;
 }
 
 void Daemon::Impl::reload() {
