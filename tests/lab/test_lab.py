@@ -3,7 +3,6 @@ DNS through the channel, RTT and rate against a profile, the delay line's accura
 One lab for the whole class (profile london-ohio: the paper's default setting)."""
 import json
 import os
-import statistics
 import subprocess
 import time
 import unittest
@@ -171,30 +170,32 @@ class LabTest(artifacts.KeepOnFailure, unittest.TestCase):
     # --- profile: RTT and rate -------------------------------------------------------
 
     def _check_rtt(self, what, measure, expected):
-        """measure() pings and returns the RTTs. Their lower quartile must lie within
-        tolerance of the profile: the delay line holds every packet for the profile's delay,
-        and a loaded machine can only add to that (a compiler on both cores delays
-        wireguard-go's goroutines and the delay line's wake-ups, seen in CI as a median 12 ms
-        high), so the lower quartile still sees the delay itself; a wrong delay, or a delay
-        line that releases packets early or holds them too long, moves it as much as the
-        median. A second measurement is taken when the first misses (one burst of load as
-        long as a measurement)."""
+        """measure() pings and returns the RTTs. Their minimum must lie within tolerance of
+        the profile: the delay line holds every packet for the profile's delay, and a loaded
+        machine can only add to that. Load moves more than the median: a compiler on both
+        cores delayed wireguard-go's goroutines by a median 12 ms in CI, and once (CI of
+        f7427c6, the channel's IPv6 path) 75% of the pings by more than 13 ms, so the lower
+        quartile missed twice (samples 80-110 ms). The minimum still sees the delay itself;
+        a wrong delay, or a delay line that releases even one packet early, moves it, and
+        one that holds every packet too long moves it as much as the median. A second and
+        third measurement are taken when the first misses (a burst of load as long as a
+        measurement)."""
         tol = max(expected * TOLERANCE, RTT_FLOOR_MS)
         tries = []
-        for _ in range(2):
+        for _ in range(3):
             rtts = measure()
             if len(rtts) < 4:
                 raise AssertionError(f"RTT {what}: {len(rtts)} ping replies of 20")
             tries.append(rtts)
-            measured = statistics.quantiles(rtts, n=4)[0]
+            measured = min(rtts)
             if abs(measured - expected) <= tol:
                 break
             time.sleep(1)
-        measure_value(f"RTT {what} (lower quartile)", round(measured, 2), "ms", expected,
+        measure_value(f"RTT {what} (minimum)", round(measured, 2), "ms", expected,
                       expected - tol, expected + tol, test=self)
         self.assertLessEqual(abs(measured - expected), tol,
-                             f"RTT {what}: lower quartiles "
-                             f"{[round(statistics.quantiles(t, n=4)[0], 2) for t in tries]} ms,"
+                             f"RTT {what}: minima "
+                             f"{[min(t) for t in tries]} ms,"
                              f" profile {expected} ms; samples {tries}")
 
     def test_rtt_matches_profile(self):
