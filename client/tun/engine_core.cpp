@@ -181,13 +181,16 @@ void EngineCore::drain_events() {
   }
 }
 
-void EngineCore::network_changed(Timestamp now) {
+void EngineCore::network_changed(Timestamp now, ChangedFamilies changed) {
   ++counters_.network_changes;
   release_held(now);
   // Collect first: closing changes the LRU order being walked.
   std::vector<RelayId> ids;  // allocates: a network change is not the packet path
   ids.reserve(relays_.size());
-  for (RelayId id = relays_.newest(); id != kNoRelay; id = relays_.older(id)) ids.push_back(id);
+  for (RelayId id = relays_.newest(); id != kNoRelay; id = relays_.older(id)) {
+    const bool v4 = relays_.flow(id).server.family == common::IpFamily::v4;
+    if (v4 ? changed.v4 : changed.v6) ids.push_back(id);
+  }
   for (RelayId id : ids) {
     io_.close_relay(id);
     if (!io_.open_relay(id, relays_.flow(id))) {

@@ -100,6 +100,12 @@ struct EngineCounters {
   std::uint64_t network_changes = 0;
 };
 
+// Which address families' native path changed (its source appeared, went or moved).
+struct ChangedFamilies {
+  bool v4 = true;
+  bool v6 = true;
+};
+
 class EngineCore {
  public:
   // Allocates every table. `seed` randomises the hash tables (random bits in a frontend,
@@ -118,11 +124,14 @@ class EngineCore {
   Timestamp next_expiry() const;
   void on_expiry(Timestamp now);
 
-  // The device's network changed (Wi-Fi <-> cellular, a new default route): every relay's
-  // socket is closed and opened again on the new network, keeping its id, so that its flow
-  // moves again (the server sees a new address and migrates). A relay that cannot be
-  // opened again is closed; its flow's next packet tries anew or goes to the channel.
-  void network_changed(Timestamp now);
+  // The device's network changed (Wi-Fi <-> cellular, a new default route): every relay of
+  // a changed family has its socket closed and opened again on the new network, keeping
+  // its id, so that its flow moves again (the server sees a new address and migrates). A
+  // relay that cannot be opened again is closed; its flow's next packet tries anew or goes
+  // to the channel. Relays of an unchanged family are left alone: re-binding one would give
+  // it a new port, and the server's packets on their way to the old one would be refused
+  // (a new uplink's IPv6 address comes a moment after its IPv4 one).
+  void network_changed(Timestamp now, ChangedFamilies changed = {});
 
   // How reply packets carry their UDP checksum (reply_packet.hpp): complete (the default),
   // or partial where the frontend writes them into the TUN behind a virtio header that

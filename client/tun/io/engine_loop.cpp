@@ -129,7 +129,9 @@ void EngineLoop::watch_network(int fd, std::function<void()> on_readable) {
   watch(fd, kNetwork);
 }
 
-void EngineLoop::network_changed() { engine_->network_changed(monotonic_now()); }
+void EngineLoop::network_changed(ChangedFamilies changed) {
+  engine_->network_changed(monotonic_now(), changed);
+}
 
 void EngineLoop::answer_control() {
   net::UniqueFd client(accept4(control_.get(), nullptr, nullptr, SOCK_CLOEXEC));

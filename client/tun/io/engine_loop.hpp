@@ -86,8 +86,9 @@ class EngineLoop final : public EngineIo {
   // One more descriptor the frontend watches through this loop (a netlink socket for the
   // network's changes): `on_readable` runs when it is readable and must drain it.
   void watch_network(int fd, std::function<void()> on_readable);
-  // The device's network changed: every relay is opened again on it (EngineCore).
-  void network_changed();
+  // The device's network changed: every relay of a changed family is opened again on it
+  // (EngineCore).
+  void network_changed(ChangedFamilies changed = {});
   // How the TUN frames packets (default: one bare IP packet per read and write). Before
   // run(); relays opened after it follow the relay_gro setting.
   // With UDP GSO every reply is written behind a virtio header carrying its partial

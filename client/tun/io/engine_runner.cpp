@@ -90,8 +90,8 @@ std::string EngineRunner::answer(const std::string& request) {
 
 // wireguard-go opens its sockets again on `listen_port=` of its own port, and forgets the
 // source its peers last used (the address that may be gone).
-void EngineRunner::network_changed() {
-  loop_.network_changed();
+void EngineRunner::network_changed(ChangedFamilies changed) {
+  loop_.network_changed(changed);
   if (!helper_) return;
   auto got = helper_->uapi("get=1\n\n");
   if (!got.ok()) return;

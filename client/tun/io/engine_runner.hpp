@@ -50,8 +50,9 @@ class EngineRunner {
   // the loop's counters), `network-changed` (the frontend's system told it: Android's
   // ConnectivityManager; Linux uses rtnetlink and calls network_changed() itself).
   std::string answer(const std::string& request);
-  // Re-binds every relay and the helper's sockets on the current network.
-  void network_changed();
+  // Re-binds the relays of the changed families (the control socket's request: both) and
+  // the helper's sockets on the current network.
+  void network_changed(ChangedFamilies changed = {});
   // Runs the loop until `stopping` is set (a signal handler also calls loop.stop()) or the
   // engine itself fails. A dead helper is restarted (250 ms, doubling to 10 s). Returns
   // the empty string after a stop, or why the engine ended.

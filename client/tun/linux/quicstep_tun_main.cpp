@@ -20,6 +20,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -96,22 +97,23 @@ class NetworkWatch {
     return true;
   }
   int fd() const { return fd_.get(); }
-  // Drains the announcements; whether the native source of either family changed.
-  bool changed() {
+  // Drains the announcements; which families' native source changed (none: nothing to do).
+  tun::ChangedFamilies changed() {
     char buf[8192];
     while (recv(fd_.get(), buf, sizeof buf, MSG_DONTWAIT) > 0) {
     }
-    bool any = false;
-    for (auto [family, last] : {std::pair{quicstep::common::IpFamily::v4, &v4_},
-                                std::pair{quicstep::common::IpFamily::v6, &v6_}}) {
+    tun::ChangedFamilies changed{false, false};
+    for (auto [family, last, flag] :
+         {std::tuple{quicstep::common::IpFamily::v4, &v4_, &changed.v4},
+          std::tuple{quicstep::common::IpFamily::v6, &v6_, &changed.v6}}) {
       const std::optional<std::string> now = probe_.native_source(family);
       if (now && *now != *last) {
-        any = any || started_;
+        *flag = started_;
         *last = *now;
       }
     }
     started_ = true;
-    return any;
+    return changed;
   }
   std::string describe() const {
     return (v4_.empty() ? "none" : v4_) + ", " + (v6_.empty() ? "none" : v6_);
@@ -240,15 +242,17 @@ int main(int argc, char** argv) {
     spdlog::warn("control socket: {}; status unavailable", control.error().message);
   }
   // The network: when the main table's default route gives another source (a new address,
-  // a new uplink), every relay and the helper's socket are opened again on it, and their
-  // flows' servers see the address change and migrate.
+  // a new uplink), every relay of that family and the helper's socket are opened again on
+  // it, and their flows' servers see the address change and migrate.
   NetworkWatch network;
   if (network.open()) {
     loop.watch_network(network.fd(), [&] {
-      if (!network.changed()) return;
-      spdlog::info("network changed: native source {}; relays and channel re-bound",
-                   network.describe());
-      runner.network_changed();
+      const tun::ChangedFamilies changed = network.changed();
+      if (!changed.v4 && !changed.v6) return;
+      spdlog::info("network changed: native source {}; {} relays and the channel re-bound",
+                   network.describe(),
+                   changed.v4 && changed.v6 ? "all" : changed.v4 ? "IPv4" : "IPv6");
+      runner.network_changed(changed);
     });
   } else {
     spdlog::warn("no rtnetlink watch: network changes are not followed");

@@ -282,6 +282,34 @@ TEST(EngineCore, ANetworkChangeReopensEveryRelay) {
   EXPECT_EQ(t.e.counters().network_changes, 2u);
 }
 
+// A new uplink announces its IPv4 source a moment before its IPv6 one. The IPv6 change
+// must not re-bind the IPv4 relay again: its new port would refuse the server's packets
+// already on their way to the one the server just migrated to (seen in the TUN lab: the
+// transfer stalled after a network switch).
+TEST(EngineCore, ANetworkChangeReopensOnlyTheChangedFamilysRelays) {
+  Engine t;
+  t.handshake(5010, 0ms, 40ms);
+  t.e.from_tun(out4(5010, short_header()), at(70ms));
+  t.e.from_tun(out6(5011, initial_v1()), at(0ms));
+  t.e.from_channel(in6(5011, initial_v1()), at(40ms));
+  t.e.from_tun(out6(5011, handshake_v1()), at(41ms));
+  t.e.from_tun(out6(5011, short_header()), at(70ms));
+  const RelayId v4 = t.e.relays().find(flow4(5010));
+  const RelayId v6 = t.e.relays().find(
+      FlowKey::from_client(*common::parse_ip_packet(out6(5011, short_header()))));
+  ASSERT_NE(v4, kNoRelay);
+  ASSERT_NE(v6, kNoRelay);
+  t.io.take();
+  t.e.network_changed(at(1s), {.v4 = false, .v6 = true});
+  EXPECT_EQ(t.io.take(), (std::vector<Call>{{"close", v6, {}, {}},
+                                            {"open", v6, {}, t.e.relays().flow(v6)}}));
+  t.e.network_changed(at(2s), {.v4 = true, .v6 = false});
+  EXPECT_EQ(t.io.take(), (std::vector<Call>{{"close", v4, {}, {}},
+                                            {"open", v4, {}, flow4(5010)}}));
+  t.e.network_changed(at(3s));  // the control socket's request: both
+  EXPECT_EQ(t.io.take().size(), 4u);
+}
+
 TEST(EngineCore, OtherUdpIsRelayedAndOtherProtocolsGoThroughTheChannel) {
   Engine t;  // the default policy: other UDP and other protocols native
   const ByteVec game = udp4(7000, 9999, ByteVec(40, 7));
