@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "quic/http3.hpp"
+#include "server_testbed/content_type.hpp"
 
 namespace quicstep::server_testbed {
 
@@ -162,17 +163,20 @@ int Http3Session::on_end_stream(Request* req) {
   }
   if (auto body = read_file(options_.htdocs, path, options_.max_body)) {
     req->file = std::move(body);
-    return respond(req, 200, req->file->size(), req->method == "GET");
+    return respond(req, 200, req->file->size(), req->method == "GET",
+                   content_type(path.back() == '/' ? path + "index.html" : path));
   }
   return respond(req, 404, 0, false);
 }
 
-int Http3Session::respond(Request* req, int status, std::uint64_t length, bool body) {
+int Http3Session::respond(Request* req, int status, std::uint64_t length, bool body,
+                          std::string_view type) {
   const std::string status_text = std::to_string(status);
   const std::string length_text = std::to_string(length);  // also for HEAD
-  const std::array<nghttp3_nv, 3> nva{quic::header(":status", status_text),
+  const std::array<nghttp3_nv, 4> nva{quic::header(":status", status_text),
                                       quic::header("server", "quicstep-server"),
-                                      quic::header("content-length", length_text)};
+                                      quic::header("content-length", length_text),
+                                      quic::header("content-type", type)};
   nghttp3_data_reader reader{cb_read_data};
   const bool has_body = body && length > 0;
   return nghttp3_conn_submit_response(h3_, req->stream_id, nva.data(), nva.size(),

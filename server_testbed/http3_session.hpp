@@ -57,7 +57,10 @@ class Http3Session {
   ngtcp2_conn* quic() const { return conn_; }
 
  private:
-  int respond(Request* req, int status, std::uint64_t length, bool body);
+  // The response's headers; `type` is the body's content-type (none given: a /bytes/N body
+  // or an error, application/octet-stream).
+  int respond(Request* req, int status, std::uint64_t length, bool body,
+              std::string_view type = "application/octet-stream");
 
   ngtcp2_conn* conn_;
   Http3Options options_;
