@@ -16,7 +16,8 @@ import tempfile
 import time
 
 from measurement.pageload import cdp, pages
-from qs_support import captures, certs, chromium, path_modes, quicstepd, shadowsocks
+from measurement.pageload import corpus as corpus_lib
+from qs_support import binaries, captures, certs, chromium, path_modes, quicstepd, shadowsocks
 from qs_support import lab as qslab_lab
 from qs_support.procs import Procs
 
@@ -36,6 +37,8 @@ TUN_VARIANT = (path_modes.TUN, path_modes.TUN, "")
 PROXY_VARIANTS = [("native", "native", ""),
                   (path_modes.FULL_PROXY, path_modes.FULL_PROXY, ""),
                   (path_modes.QS_PROXY, path_modes.QS_PROXY, "")]
+# Where the corpus of seed 0 is written once and kept (438.7 MB; checked before each use).
+CORPUS_CACHE = "/var/tmp/quicstep-pageload-corpus-seed0"
 FIELDS = ["experiment", "profile", "channel_rate_mbit", "round", "mode", "page", "page_bytes",
           "ok", "error", "ttfb_ms", "plt_ms", "protocol", "responses", "non_h3_responses",
           "received_bytes", "channel_bytes", "channel_packets", "wall_s", "qs_moved_native",
@@ -80,7 +83,10 @@ def pcap_packets(path):
 
 class Batch:
     def __init__(self, experiment, profile, channel_rate, page_names, rounds, timeout=180,
-                 work=None, variants=None):
+                 work=None, variants=None, corpus=None):
+        """`corpus`: (its directory, its manifest) from prepare_corpus(); `page_names` are
+        then corpus page ids."""
+        self.corpus = corpus
         self.experiment, self.profile, self.rate = experiment, profile, channel_rate
         self.page_names, self.rounds, self.timeout = page_names, rounds, timeout
         self.work = tempfile.mkdtemp(prefix="quicstep-pageload-", dir=work)
@@ -99,14 +105,26 @@ class Batch:
         self.lab = qslab_lab.status()
         self.ns = self.lab["client"]["netns"]
         htdocs = os.path.join(self.work, "htdocs")
-        self.catalogue = pages.write(htdocs)
-        key, cert, self.spki = certs.make_certificate(self.work)
-        for srv in sorted({s["netns"] for s in self.lab["servers"]}):
-            p = self.procs.start(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*", "443",
-                                       key, cert], os.path.join(self.work, f"gtlsserver-{srv}.log"))
-            time.sleep(0.3)
-            if p.poll() is not None:
-                raise RuntimeError(f"gtlsserver did not start in {srv}")
+        self.catalogue = {name: (f"https://{pages.HOSTS[0]}/{path}", size,
+                                 1 + (pages.MANY_COUNT if name == "many" else 0))
+                          for name, (path, size) in pages.write(htdocs).items()}
+        self.origins = list(pages.HOSTS)
+        names = certs.LAB_CERT_NAMES
+        if self.corpus:
+            out, manifest = self.corpus
+            corpus_lib.install(out, htdocs)
+            by_id = {p["id"]: p for p in manifest["pages"]}
+            self.catalogue.update({pid: (by_id[pid]["url"], by_id[pid]["bytes"],
+                                         by_id[pid]["requests"]) for pid in self.page_names})
+            self.origins += [o for o in corpus_lib.origins(manifest) if o not in self.origins]
+            names = tuple(dict.fromkeys(names + tuple(self.origins)))
+        key, cert, self.spki = certs.make_certificate(self.work, names=names)
+        if self.corpus:
+            self.start_corpus_servers(htdocs, key, cert)
+        else:
+            for srv in sorted({s["netns"] for s in self.lab["servers"]}):
+                self.start_server(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*",
+                                        "443", key, cert], f"gtlsserver-{srv}")
         proxy = any(base in path_modes.PROXY_MODES for _, base, _ in self.variants)
         if proxy:
             self.start_proxy()
@@ -118,6 +136,34 @@ class Batch:
             m.proxy_server = self.proxy_server
 
     proxy_server = None
+
+    def start_server(self, netns, argv, name):
+        p = self.procs.start(netns, argv, os.path.join(self.work, f"{name}.log"))
+        time.sleep(0.3)
+        if p.poll() is not None:
+            raise RuntimeError(f"{name} did not start in {netns}: {' '.join(argv)}")
+
+    def start_corpus_servers(self, htdocs, key, cert):
+        """One server per server address and family: gtlsserver (migrates) on the addresses
+        of the corpus's migrating origins, quicstep-server --migration none (refuses every
+        packet from a new client address) on those of its non-migrating ones (the lab's
+        nomigration.test)."""
+        names = self.lab["dns"]["names"]
+        frozen = {names[n]["server"] for n, kind in corpus_lib.LAB_ORIGINS.items()
+                  if kind == "none"}
+        for s in self.lab["servers"]:
+            for fam in ("v4", "v6"):
+                addr = s[fam]
+                if s["name"] in frozen:
+                    listen = f"[{addr}]:443" if fam == "v6" else f"{addr}:443"
+                    argv = [binaries.path("quicstep-server"), "--listen", listen, "--cert",
+                            cert, "--key", key, "--workers", "1", "--migration", "none",
+                            "--htdocs", htdocs]
+                    self.start_server(s["netns"], argv, f"quicstep-server-{s['name']}-{fam}")
+                else:
+                    argv = ["gtlsserver", "--quiet", f"--htdocs={htdocs}", addr, "443", key,
+                            cert]
+                    self.start_server(s["netns"], argv, f"gtlsserver-{s['name']}-{fam}")
 
     def start_proxy(self):
         """Shadowsocks for the proxy modes; the channel rate limits what the provider sends
@@ -150,7 +196,7 @@ class Batch:
     def load(self, round_no, mode, page, base_mode=None):
         """One page load in variant `mode` (its path mode `base_mode`, default the same)."""
         base_mode = base_mode or mode
-        path, size = self.catalogue[page]
+        url, size, want = self.catalogue[page]
         self.last_timing = None
         row = {"experiment": self.experiment, "profile": self.profile,
                "channel_rate_mbit": "" if self.rate is None else self.rate, "round": round_no,
@@ -158,15 +204,14 @@ class Batch:
         daemon_modes = ("QUICstep", path_modes.TUN, path_modes.QS_PROXY)
         before = self.qsd_status(mode) if base_mode in daemon_modes else None
         home = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
-        origins = ",".join(f"{host}:443" for host in pages.HOSTS)
+        origins = ",".join(f"{host}:443" for host in self.origins)
         flags = ["--enable-quic", f"--origin-to-force-quic-on={origins}",
                  f"--ignore-certificate-errors-spki-list={self.spki}"]
         t0 = time.time()
         browser = cdp.Browser(["ip", "netns", "exec", self.ns], chromium.binary(), home,
                               flags, os.path.join(home, "chromium.log"))
         try:
-            timing, responses = cdp.load_page(browser, f"https://{pages.HOSTS[0]}/{path}",
-                                               self.timeout)
+            timing, responses = cdp.load_page(browser, url, self.timeout)
             self.last_timing = timing
             row["ttfb_ms"] = round(timing["responseStart"] - timing["startTime"], 2)
             row["plt_ms"] = round(timing["domComplete"] - timing["responseStart"], 2)
@@ -174,7 +219,6 @@ class Batch:
             row["responses"] = len(responses)
             row["non_h3_responses"] = sum(r["protocol"] != "h3" for r in responses)
             row["received_bytes"] = sum(r["bytes"] for r in responses)
-            want = 1 + (pages.MANY_COUNT if page == "many" else 0)
             bad = [r for r in responses if r["status"] != 200]
             if timing["domComplete"] <= 0 or len(responses) < want or bad:
                 row["error"] = f"{len(responses)} responses, {len(bad)} not 200"
@@ -221,6 +265,20 @@ class Batch:
             inside = [n for ts, n in packets if t0 <= ts <= t1]
             row["channel_bytes"], row["channel_packets"] = sum(inside), len(inside)
         return self.rows
+
+
+def prepare_corpus(out=CORPUS_CACHE, seed=0):
+    """The corpus of `seed` written under `out` (corpus.py), written again only when a file
+    is missing or of the wrong size; returns (out, manifest)."""
+    manifest = corpus_lib.plan(seed=seed)
+    bad = corpus_lib.verify(manifest, out)
+    if bad:
+        log(f"writing the corpus (seed {seed}) to {out}: {len(bad)} files missing or wrong")
+        corpus_lib.write(manifest, out)
+        bad = corpus_lib.verify(manifest, out)
+        if bad:
+            raise RuntimeError(f"corpus at {out}: {bad[:3]}")
+    return out, manifest
 
 
 def append_csv(path, rows, fields=FIELDS):

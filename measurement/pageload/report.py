@@ -161,6 +161,7 @@ def write(csv_path, out):
     md += hold(data, out)
     md += native_paths(data)
     md += proxy_channel(data)
+    md += corpus(data, out)
     md += timelines(os.path.join(out, "diagnosis.csv"))
     with open(os.path.join(out, "REPORT.md"), "w") as f:
         f.write("\n".join(md) + "\n")
@@ -481,6 +482,120 @@ def proxy_channel(data):
         md.append(f"| {page} | {' / '.join(ms(x) for x in t)} | {' / '.join(ms(x) for x in p)} "
                   f"| {fmt(tot[2] / tot[1])} | {fmt(tot[2] / tot[0])} | {fmt(t[2] / t[1])} | "
                   f"{ch[0]:,.0f} / {ch[1]:,.0f} | {n} |")
+    return md + [""]
+
+
+# The paper's Figure 4 (100 QUICstep-compatible domains of the Tranco top 1K, London client,
+# Ohio provider at 5 Mbit/s, each domain's median PLT over 20 rounds) and Figure 7 (traffic
+# through the provider): what its text says of them (§4.4.2, §4.4.4).
+PAPER_F4 = ("most domains' median PLT shorter with QUICstep than through the VPN, by up to "
+            "84%")
+PAPER_F7_LOAD_REDUCTION = 0.93
+
+
+def corpus(data, out):
+    """The `corpus` batches: 100 web-like pages (corpus.py), per profile. Per page, the median
+    over its rounds; then the distribution over pages (the paper's Figure 4 plots each
+    domain's median PLT)."""
+    keys = data.keys("corpus")
+    if not keys:
+        return []
+    profiles = sorted({k[1] for k in keys}, key=lambda p: (p != "london-ohio", p))
+    md = ["## A corpus of 100 web-like pages (paper Figure 4 and Figure 7; `corpus` batches)", "",
+          "The pages of `corpus.py` (seed 0: sizes, request counts, resource mix and origins "
+          "after HTTP Archive's 2025 percentiles; README, \"A corpus of 100 pages\"), served "
+          "over HTTP/3 from the lab's server addresses: gtlsserver on the migrating origins' "
+          "addresses, quicstep-server `--migration none` on `nomigration.test`'s (a quarter "
+          "of the page-origin pairs). Channel 5 Mbit/s. Per page: the median over its rounds; "
+          "the table gives the median over the pages of those, and of each page's ratio. "
+          "Load reduction: 1 − QUICstep's channel bytes / the VPN's, per page and round. "
+          f"The paper: {PAPER_F4}; median load reduction {PAPER_F7_LOAD_REDUCTION:.0%}.", "",
+          "| profile | pages | PLT native / VPN / QUICstep ms | QS/VPN PLT | QS/VPN TTFB+PLT | "
+          "QS/native TTFB+PLT | QS TTFB / VPN TTFB | pages faster than VPN (TTFB+PLT) | "
+          "largest PLT reduction | load reduction (median, p10) | rounds |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    per_profile = {}
+    for profile in profiles:
+        pages_ = sorted({k[3] for k in keys if k[1] == profile})
+        rate = next(k[2] for k in keys if k[1] == profile)
+        rows = []
+        for page in pages_:
+            k4 = ("corpus", profile, rate, page)
+            t = [data.median(k4 + (m,), "ttfb_ms") for m in MODES]
+            p = [data.median(k4 + (m,), "plt_ms") for m in MODES]
+            if any(x != x for x in t + p):
+                continue
+            rows.append((page, t, p, data.traffic_ratios(k4),
+                         min(len(data.values(k4 + (m,), "plt_ms")) for m in MODES)))
+        if not rows:
+            continue
+        per_profile[profile] = rows
+        plt_m = [med([r[2][i] for r in rows]) for i in range(3)]
+        qs_vpn = [r[2][2] / r[2][1] for r in rows]
+        tot = [[a + b for a, b in zip(r[1], r[2])] for r in rows]
+        tot_vpn = [x[2] / x[1] for x in tot]
+        tot_nat = [x[2] / x[0] for x in tot]
+        ttfb = [r[1][2] / r[1][1] for r in rows]
+        reductions = sorted(1 - x for r in rows for x in r[3])
+        p10 = reductions[len(reductions) // 10] if reductions else float("nan")
+        md.append(f"| {profile} | {len(rows)} | {' / '.join(ms(x) for x in plt_m)} | "
+                  f"{fmt(med(qs_vpn))} | {fmt(med(tot_vpn))} | {fmt(med(tot_nat))} | "
+                  f"{fmt(med(ttfb))} | {sum(x < 1 for x in tot_vpn)}/{len(rows)} | "
+                  f"{1 - min(qs_vpn):.0%} | {med(reductions):.1%}, {p10:.1%} | "
+                  f"{min(r[4] for r in rows)}–{max(r[4] for r in rows)} |")
+    md.append("")
+    if per_profile:
+        md += corpus_by_weight(data, per_profile)
+        path = os.path.join(out, "corpus_cdf.png")
+        fig, axes = plt.subplots(len(per_profile), 3, figsize=(13, 2.8 * len(per_profile) + 0.6),
+                                 squeeze=False)
+        for i, (profile, rows) in enumerate(per_profile.items()):
+            for j, (field, label) in enumerate(((1, "TTFB"), (2, "PLT"))):
+                ax = axes[i][j]
+                for m, mode in enumerate(MODES):
+                    cdf(ax, [r[field][m] for r in rows], label=mode, color=COLORS[mode])
+                if label == "PLT":
+                    ax.set_xscale("log")
+                ax.set_title(f"{profile}: per-page median {label}", fontsize=9)
+                ax.set_xlabel("ms", fontsize=8)
+            ax = axes[i][2]
+            cdf(ax, [r[2][2] / r[2][1] for r in rows], label="QUICstep/VPN PLT",
+                color=COLORS["QUICstep"])
+            cdf(ax, [(r[1][2] + r[2][2]) / (r[1][1] + r[2][1]) for r in rows],
+                label="QUICstep/VPN TTFB+PLT", color="tab:purple")
+            ax.axvline(1.0, color="grey", lw=0.8)
+            ax.set_title(f"{profile}: per-page ratio", fontsize=9)
+            for a in axes[i]:
+                a.set_ylim(0, 1.02)
+                a.grid(alpha=0.3)
+            axes[i][0].legend(fontsize=7)
+            axes[i][2].legend(fontsize=7)
+        fig.suptitle("Corpus of 100 pages, channel 5 Mbit/s (paper Figure 4: per-domain median "
+                     "PLT, VPN and QUICstep)", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        md += ["![corpus CDFs](corpus_cdf.png)", ""]
+    return md
+
+
+def corpus_by_weight(data, per_profile):
+    """The corpus's ratios by page weight: where QUICstep gains and where the move costs."""
+    bounds = ((0, 1 << 20, "< 1 MiB"), (1 << 20, 4 << 20, "1–4 MiB"), (4 << 20, 1 << 40, "≥ 4 MiB"))
+    md = ["By page weight (medians over the pages in each class):", "",
+          "| profile | weight | pages | QS/VPN TTFB+PLT | QS/native TTFB+PLT |", "|---|---|---|---|---|"]
+    size = {}
+    for r in data.ok:
+        if r["experiment"] == "corpus":
+            size[r["page"]] = int(r["page_bytes"])
+    for profile, rows in per_profile.items():
+        for lo, hi, label in bounds:
+            sel = [r for r in rows if lo <= size.get(r[0], 0) < hi]
+            if not sel:
+                continue
+            tot = [[a + b for a, b in zip(r[1], r[2])] for r in sel]
+            md.append(f"| {profile} | {label} | {len(sel)} | {fmt(med([x[2] / x[1] for x in tot]))} "
+                      f"| {fmt(med([x[2] / x[0] for x in tot]))} |")
     return md + [""]
 
 

@@ -16,6 +16,9 @@
   proxy    london-ohio at 5 Mbit/s to the proxy: native, the full proxy (all traffic through
            Shadowsocks) and quicstepd with Shadowsocks as its tproxy channel; 100 KB, 1 MB,
            10 MB (the user's alternative where WireGuard is blocked)
+  corpus   the 100 web-like pages of corpus.py (seed 0) on london-ohio and london-frankfurt at
+           5 Mbit/s: native, full VPN, QUICstep (the paper's Figure 4 and its load reduction);
+           --corpus-pages N loads an even sample of N of them
 
 Each batch (one profile and rate) takes the lab lock /run/qs-helper-lab.lock, brings the lab
 up, runs its rounds and brings it down, so other users of the lab get it between batches.
@@ -76,6 +79,13 @@ def plan(args):
         from measurement.pageload import harness
         out.append(("proxy", args.table5_profile, 5, ["100KB", "1MB", "10MB"], args.rounds,
                     harness.PROXY_VARIANTS))
+    if "corpus" in args.experiments:
+        from measurement.pageload import corpus
+        ids = [f"p{i:03d}" for i in range(corpus.DEFAULT_PAGES)]
+        n = min(args.corpus_pages, len(ids))
+        ids = [ids[round(i * (len(ids) - 1) / max(1, n - 1))] for i in range(n)]
+        for p in args.corpus_profiles:
+            out.append(("corpus", p, 5, ids, args.rounds, None))
     return out
 
 
@@ -93,9 +103,13 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--experiments", nargs="+",
                     default=["table5", "table2", "table3", "hold", "paths"],
-                    choices=["table5", "table2", "table3", "hold", "paths", "tun", "proxy"])
+                    choices=["table5", "table2", "table3", "hold", "paths", "tun", "proxy",
+                             "corpus"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
     ap.add_argument("--table5-profile", default="london-ohio")
+    ap.add_argument("--corpus-pages", type=int, default=100,
+                    help="corpus: how many of its 100 pages (an even sample)")
+    ap.add_argument("--corpus-profiles", nargs="+", default=["london-ohio", "london-frankfurt"])
     ap.add_argument("--skip-done", action="store_true", help="skip batches already in the CSV")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--no-lock", action="store_true", help="the caller already holds the lock")
@@ -118,7 +132,9 @@ def main():
                 harness.log(f"waiting for the lab lock {LOCK}")
                 fcntl.flock(lock, fcntl.LOCK_EX)
             t0 = time.time()
-            batch = harness.Batch(exp, profile, rate, page_names, rounds, variants=variants)
+            corpus = harness.prepare_corpus() if exp == "corpus" else None
+            batch = harness.Batch(exp, profile, rate, page_names, rounds, variants=variants,
+                                  corpus=corpus)
             try:
                 batch.up()
                 rows = batch.run()
