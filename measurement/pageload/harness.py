@@ -83,10 +83,10 @@ def pcap_packets(path):
 
 class Batch:
     def __init__(self, experiment, profile, channel_rate, page_names, rounds, timeout=180,
-                 work=None, variants=None, corpus=None):
+                 work=None, variants=None, corpus=None, qlog_dir=None):
         """`corpus`: (its directory, its manifest) from prepare_corpus(); `page_names` are
-        then corpus page ids."""
-        self.corpus = corpus
+        then corpus page ids. `qlog_dir`: gtlsserver writes a qlog per connection there."""
+        self.corpus, self.qlog_dir = corpus, qlog_dir
         self.experiment, self.profile, self.rate = experiment, profile, channel_rate
         self.page_names, self.rounds, self.timeout = page_names, rounds, timeout
         self.work = tempfile.mkdtemp(prefix="quicstep-pageload-", dir=work)
@@ -122,9 +122,10 @@ class Batch:
         if self.corpus:
             self.start_corpus_servers(htdocs, key, cert)
         else:
+            qlog = [f"--qlog-dir={self.qlog_dir}"] if self.qlog_dir else []
             for srv in sorted({s["netns"] for s in self.lab["servers"]}):
-                self.start_server(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", "*",
-                                        "443", key, cert], f"gtlsserver-{srv}")
+                self.start_server(srv, ["gtlsserver", "--quiet", f"--htdocs={htdocs}", *qlog,
+                                        "*", "443", key, cert], f"gtlsserver-{srv}")
         proxy = any(base in path_modes.PROXY_MODES for _, base, _ in self.variants)
         if proxy:
             self.start_proxy()

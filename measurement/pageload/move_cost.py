@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""What the move to the native path costs, seen by the server: page loads (Chromium) in each
+mode with gtlsserver (ngtcp2) writing a qlog per connection, each turned into the server's
+timeline of the response (milliseconds after the request arrived, the qlog's clock):
+
+  first_data      the first response byte sent
+  move            the server's first PATH_CHALLENGE: it saw the client's packets from the new
+                  (native) address and began to send there (RFC 9000 §9.3), under the
+                  anti-amplification limit (three times the bytes received there, §8.2)
+  validated       the PATH_RESPONSE arrived: the new path is validated, the limit lifted
+  last_data       the last response byte sent (retransmissions included)
+  kb_before_move  response KB sent before the move (on the channel's path)
+  kb_validating   response KB sent while the new path was being validated
+  cwnd_before/after  the congestion window just before and just after the move (ngtcp2
+                  resets it and the RTT estimate on a new address, RFC 9000 §9.4)
+  size_before/after  the largest datagram sent before the move and in the first RTT after
+                  it (a new path starts again at 1,200 bytes until PMTUD probes it)
+
+  python3 -m measurement.pageload.move_cost --profile london-ohio --channel-rate 5 \\
+      --pages 100KB 1MB --rounds 5 --out measurement/pageload/results
+(root; takes the lab lock /run/qs-helper-lab.lock unless --no-lock). Writes
+OUT/move_cost.csv and prints the medians as a markdown table."""
+import argparse
+import csv
+import fcntl
+import json
+import os
+import statistics
+import sys
+import time
+
+from measurement.pageload import harness
+
+LOCK = "/run/qs-helper-lab.lock"
+FIELDS = ["profile", "channel_rate_mbit", "page", "mode", "round", "ttfb_ms", "plt_ms",
+          "connections", "first_data_ms", "move_ms", "validated_ms", "last_data_ms",
+          "kb_before_move", "kb_validating", "kb_total", "cwnd_before", "cwnd_after",
+          "srtt_before", "srtt_after", "size_before", "size_after"]
+
+
+def read_qlog(path):
+    """The events of an ngtcp2 JSON-SEQ qlog (records separated by RS, 0x1e)."""
+    with open(path, "rb") as f:
+        text = f.read().decode(errors="replace")
+    events = []
+    for rec in text.split("\x1e"):
+        rec = rec.strip()
+        if not rec:
+            continue
+        try:
+            e = json.loads(rec)
+        except ValueError:
+            continue  # a record cut short by the server's exit
+        if "name" in e:
+            events.append(e)
+    return events
+
+
+def _frames(e, kind):
+    return [f for f in e.get("data", {}).get("frames", []) if f.get("frame_type") == kind]
+
+
+def _bidi_stream_bytes(e):
+    return sum(f.get("length", 0) for f in _frames(e, "stream") if f.get("stream_id", 1) % 4 == 0)
+
+
+def timeline(events):
+    """The response's timeline (module docstring) from one connection's server qlog; None
+    when the connection carried no request."""
+    t_req = next((e["time"] for e in events if e["name"] == "transport:packet_received"
+                  and _bidi_stream_bytes(e)), None)
+    if t_req is None:
+        return None
+    sent = [e for e in events if e["name"] == "transport:packet_sent"]
+    data = [e for e in sent if e["time"] >= t_req and _bidi_stream_bytes(e)]
+    if not data:
+        return None
+    move = next((e["time"] for e in sent if e["time"] >= t_req and _frames(e, "path_challenge")),
+                None)
+    valid = None
+    if move is not None:
+        valid = next((e["time"] for e in events if e["name"] == "transport:packet_received"
+                      and e["time"] >= move and _frames(e, "path_response")), None)
+    metrics = [e for e in events if e["name"] == "recovery:metrics_updated"]
+
+    def metric(key, before):
+        pick = ([e for e in metrics if e["time"] < move and key in e["data"]] if before else
+                [e for e in metrics if e["time"] >= move and key in e["data"]])
+        if not pick:
+            return None
+        return pick[-1 if before else 0]["data"][key]
+
+    def kb(lo, hi):
+        return round(sum(_bidi_stream_bytes(e) for e in data if lo <= e["time"] < hi) / 1000, 1)
+
+    def size(lo, hi):
+        sizes = [e["data"].get("raw", {}).get("length", 0) for e in sent if lo <= e["time"] < hi]
+        return max(sizes) if sizes else None
+
+    out = {"first_data_ms": data[0]["time"] - t_req, "last_data_ms": data[-1]["time"] - t_req,
+           "kb_total": kb(t_req, float("inf"))}
+    if move is not None:
+        end = valid if valid is not None else float("inf")
+        srtt = metric("smoothed_rtt", True) or 0
+        out.update({"move_ms": move - t_req,
+                    "validated_ms": None if valid is None else valid - t_req,
+                    "kb_before_move": kb(t_req, move), "kb_validating": kb(move, end),
+                    "cwnd_before": metric("congestion_window", True),
+                    "cwnd_after": metric("congestion_window", False),
+                    "srtt_before": metric("smoothed_rtt", True),
+                    "srtt_after": metric("smoothed_rtt", False),
+                    "size_before": size(t_req, move), "size_after": size(move, move + srtt)})
+    return out
+
+
+def load_with_qlog(batch, qlog_dir, round_no, label, base, page):
+    before = set(os.listdir(qlog_dir))
+    row = batch.load(round_no, label, page, base)
+    time.sleep(1.5)  # the close, then gtlsserver frees the connection and closes its qlog
+    new = [os.path.join(qlog_dir, n) for n in sorted(set(os.listdir(qlog_dir)) - before)]
+    lines = [t for t in (timeline(read_qlog(p)) for p in new) if t]
+    out = {"profile": batch.profile, "channel_rate_mbit": batch.rate, "page": page,
+           "mode": label, "round": round_no, "ttfb_ms": row.get("ttfb_ms"),
+           "plt_ms": row.get("plt_ms"), "connections": len(lines)}
+    if row["ok"] and lines:
+        out.update(max(lines, key=lambda t: t["kb_total"]))
+    return out
+
+
+def medians(rows):
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["page"], r["mode"]), []).append(r)
+    cols = ["ttfb_ms", "plt_ms", "first_data_ms", "move_ms", "validated_ms", "last_data_ms",
+            "kb_before_move", "kb_validating", "cwnd_before", "cwnd_after", "srtt_before",
+            "srtt_after", "size_before", "size_after"]
+    md = ["| page | mode | loads | " + " | ".join(cols) + " |",
+          "|---|---|---|" + "---|" * len(cols)]
+    for (page, mode), rs in sorted(groups.items()):
+        cells = []
+        for c in cols:
+            v = [float(r[c]) for r in rs if r.get(c) not in (None, "")]
+            cells.append("–" if not v else f"{statistics.median(v):,.1f}")
+        md.append(f"| {page} | {mode} | {len(rs)} | " + " | ".join(cells) + " |")
+    return "\n".join(md)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("--profile", default="london-ohio")
+    ap.add_argument("--channel-rate", type=float, default=5)
+    ap.add_argument("--pages", nargs="+", default=["100KB", "1MB"])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    ap.add_argument("--no-lock", action="store_true")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("move_cost: run as root (network namespaces)")
+    rate = int(args.channel_rate) if args.channel_rate == int(args.channel_rate) else args.channel_rate
+    lock = None
+    if not args.no_lock:
+        lock = open(LOCK, "a")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    rows = []
+    qlog_dir = None
+    batch = harness.Batch("move_cost", args.profile, rate, args.pages, args.rounds)
+    try:
+        qlog_dir = os.path.join(batch.work, "qlog")
+        os.makedirs(qlog_dir)
+        batch.qlog_dir = qlog_dir
+        batch.up()
+        for r in range(args.rounds):
+            n = len(batch.variants)
+            for label, base, _ in batch.variants[r % n:] + batch.variants[:r % n]:
+                with batch.modes[label].using(base):
+                    for page in args.pages:
+                        rows.append(load_with_qlog(batch, qlog_dir, r, label, base, page))
+    finally:
+        batch.down()
+        if lock:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "move_cost.csv")
+    new = not os.path.exists(path)
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        if new:
+            w.writeheader()
+        for row in rows:
+            w.writerow({k: row.get(k, "") for k in FIELDS})
+    print(medians(rows))
+    print(f"rows: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
