@@ -17,7 +17,7 @@ timeline of the response (milliseconds after the request arrived, the qlog's clo
                   it (a new path starts again at 1,200 bytes until PMTUD probes it)
 
   python3 -m measurement.pageload.move_cost --profile london-ohio --channel-rate 5 \\
-      --pages 100KB 1MB --rounds 5 --out measurement/pageload/results
+      --pages 100KB 1MB --rounds 5 [--also hold queue] --out measurement/pageload/results
 (root; takes the lab lock /run/qs-helper-lab.lock unless --no-lock). Writes
 OUT/move_cost.csv and prints the medians as a markdown table."""
 import argparse
@@ -32,6 +32,7 @@ import time
 from measurement.pageload import harness
 
 LOCK = "/run/qs-helper-lab.lock"
+EXTRA_VARIANTS = {"hold": harness.HOLD_VARIANT, "queue": harness.QUEUE_PATH_VARIANT}
 FIELDS = ["profile", "channel_rate_mbit", "page", "mode", "round", "ttfb_ms", "plt_ms",
           "connections", "first_data_ms", "move_ms", "validated_ms", "last_data_ms",
           "kb_before_move", "kb_validating", "kb_total", "cwnd_before", "cwnd_after",
@@ -154,6 +155,8 @@ def main():
     ap.add_argument("--pages", nargs="+", default=["100KB", "1MB"])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    ap.add_argument("--also", nargs="*", default=[], choices=sorted(EXTRA_VARIANTS),
+                    help="more QUICstep variants beside native, full VPN and the default")
     ap.add_argument("--no-lock", action="store_true")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -165,7 +168,8 @@ def main():
         fcntl.flock(lock, fcntl.LOCK_EX)
     rows = []
     qlog_dir = None
-    batch = harness.Batch("move_cost", args.profile, rate, args.pages, args.rounds)
+    batch = harness.Batch("move_cost", args.profile, rate, args.pages, args.rounds,
+                          variants=harness.DEFAULT_VARIANTS + [EXTRA_VARIANTS[v] for v in args.also])
     try:
         qlog_dir = os.path.join(batch.work, "qlog")
         os.makedirs(qlog_dir)
