@@ -20,8 +20,9 @@ packages=(
   # the router and the lab
   nftables iptables iproute2 wireguard-tools wireguard-go
   dnsmasq-base tcpdump tshark iperf3 openssl
-  # the tproxy channel's lab: a Shadowsocks server and its transparent-proxy client
-  shadowsocks-libev
+  # the tproxy channel's lab: two proxy stacks, each a server and its transparent-proxy
+  # client (Shadowsocks in C; V2Ray's VMess in Go)
+  shadowsocks-libev v2ray
   # the lab tests: ping and dig inside namespaces
   iputils-ping dnsutils
   # plots and the compose file check

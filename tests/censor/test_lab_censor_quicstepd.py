@@ -14,7 +14,7 @@ import threading
 import time
 import unittest
 
-from qs_support import artifacts, captures, shadowsocks
+from qs_support import artifacts, captures, shadowsocks, v2ray
 from tests.censor.censor_helpers import (BIG_SIZE, Procs, WORK, censor_lab, chromium_fetch,
                                          curl_fetch, gtlsclient_fetch, lab_helpers, make_site,
                                          wait_lab_idle, wait_listening)
@@ -80,14 +80,14 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
     def tearDown(self):
         censor_lab.stop()
 
-    def fetch_blocked_test(self, prefix):
-        """FETCHES gtlsclient and CHROME_FETCHES Chromium fetches of blocked.test, one after
-        another: [(client, ok, seconds)]."""
+    def fetch_blocked_test(self, prefix, fetches=None, chrome_fetches=None):
+        """FETCHES gtlsclient and CHROME_FETCHES Chromium fetches of blocked.test (or the
+        counts given), one after another: [(client, ok, seconds)]."""
         results = []
-        for i in range(FETCHES):
+        for i in range(FETCHES if fetches is None else fetches):
             ok, secs = gtlsclient_fetch(WORKDIR, f"{prefix}gtls-{i}", "blocked.test", timeout=15)
             results.append(("gtlsclient", ok, secs))
-        for i in range(CHROME_FETCHES):
+        for i in range(CHROME_FETCHES if chrome_fetches is None else chrome_fetches):
             ok, secs, _ = chromium_fetch(WORKDIR, f"{prefix}chrome-{i}", "https://blocked.test/",
                                          self.spki, ["--enable-quic",
                                                      "--origin-to-force-quic-on=blocked.test:443"],
@@ -362,9 +362,9 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.addCleanup(self.procs.stop, ss)
         return server, self.start_proxy_clients(server)
 
-    def start_tproxy_daemon(self, server):
+    def start_tproxy_daemon(self, server, extra=None):
         config = qsd.write_config(os.path.join(WORKDIR, "tproxy.toml"), None,
-                                  extra=shadowsocks.quicstepd_extra(server))
+                                  extra=extra or shadowsocks.quicstepd_extra(server))
         p = self.procs.start(self.client_ns, [qsd.QSD, "--config", config, "--control", self.sock],
                              os.path.join(WORKDIR, f"quicstepd-tproxy-{time.time():.3f}.log"))
         self.addCleanup(self.procs.stop, p)
@@ -534,6 +534,54 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual([r for r in fired if r != "wireguard"], [],
                          "the censor saw a blocked name")
 
+
+    # A second proxy stack for the tproxy channel: V2Ray (qs_support/v2ray.py), in Go where
+    # shadowsocks-libev is C, with its own UDP relay (VMess over TCP) and its own way of
+    # answering from the original destination.
+    def test_9_wireguard_blocked_v2ray_tproxy_channel(self):
+        """The censor blocks WireGuard; the channel is V2Ray's transparent proxy (a
+        dokodemo-door inbound in tproxy mode, VMess to its server at the provider): 20
+        gtlsclient and 20 Chromium fetches of blocked.test complete, the censor sees no
+        name, the status judges the proxy working, and a 10 MB fetch over IPv4 and one over
+        IPv6 each go at least 99% native by the capture on the censor's link, with no DNS,
+        TCP or long header on the native path."""
+        censor_lab.start(["--block-wireguard"])
+        self.write_10m()
+        proxy, server = v2ray.start_server(self.procs, self.lab, WORKDIR)
+        self.addCleanup(self.procs.stop, server)
+        client = v2ray.start_client(self.procs, self.lab, proxy, WORKDIR)
+        self.addCleanup(self.procs.stop, client)
+        self.start_tproxy_daemon(proxy, v2ray.quicstepd_extra(proxy))
+        results = self.fetch_blocked_test("v2-", fetches=20, chrome_fetches=20)
+        st = qsd.wait_channel_working(self.lab, self.daemon_status)
+        srv = self.lab["servers"][0]
+        first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
+        shares = {}
+        for family, address in (("v4", first(srv["v4"])), ("v6", first(srv["v6"]))):
+            ok, secs, native, proxied, bad, _ = self.bulk_native_share("v2-bulk", address,
+                                                                       proxy, family)
+            share = native / max(1, native + proxied)
+            shares[family] = (ok, share, bad)
+            print(f"\n[v2ray tproxy channel, WireGuard blocked] 10 MB over {family}: "
+                  f"{'ok' if ok else 'FAILED'} in {secs:.2f}s; native {native} B, to and from "
+                  f"the proxy {proxied} B (native share {share:.4f}); {len(bad)} leaks")
+        fired = sorted({d["rule"] for d in self.blocks()})
+        for name in ("gtlsclient", "chromium"):
+            rs = [r for r in results if r[0] == name]
+            good = sorted(r[2] for r in rs if r[1])
+            print(f"[v2ray tproxy channel] {name}: {len(good)}/{len(rs)} fetches of "
+                  f"blocked.test succeeded" + (f", median {good[len(good) // 2]:.2f}s"
+                                               if good else ""))
+        print(f"[v2ray tproxy channel] channel {st['channel']}; censor rules fired {fired}")
+        self.assertEqual([r for r in results if not r[1]], [], "every fetch must succeed")
+        self.assertEqual([r for r in fired if r != "wireguard"], [],
+                         "the censor saw a blocked name")
+        self.assertEqual(st["channel"]["health"], "working")
+        self.assertGreater(st["channel"]["proxy"]["rx_bytes"], 0)
+        for family, (ok, share, bad) in shares.items():
+            self.assertTrue(ok, f"the 10 MB fetch over {family}")
+            self.assertEqual(bad[:5], [], f"leaked on the native link ({family})")
+            self.assertGreaterEqual(share, 0.99, f"native share over {family}")
 
 if __name__ == "__main__":
     unittest.main()
