@@ -45,10 +45,6 @@ std::string trim(std::string s) {
   return i == std::string::npos ? "" : s.substr(i);
 }
 
-std::string rp_filter_path(const std::string& ifname) {
-  return "/proc/sys/net/ipv4/conf/" + ifname + "/rp_filter";
-}
-
 std::string pid_file(const std::string& ifname) { return "/run/quicstep/" + ifname + ".wg.pid"; }
 
 }  // namespace
@@ -87,10 +83,7 @@ common::Outcome Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
       spdlog::warn("cannot look up the proxy client's socket ({}): judged by its counters only",
                    opened.error().message);
     }
-    return {};  // lo's settings are not the channel's
   }
-  rp_filter_saved_ = trim(read_file(rp_filter_path(interface_)));
-  if (rp_filter_saved_ == "1") std::ofstream(rp_filter_path(interface_)) << "2\n";
   return {};
 }
 
@@ -162,14 +155,7 @@ common::Outcome Channel::read_facts(RulesetSpec* spec) const {
 }
 
 common::Outcome Channel::reattach(RulesetSpec* spec) {
-  if (auto why = read_facts(spec); !why) return why;
-  if (kind_ == core::ChannelKind::tproxy) return {};
-  // A new device starts with the default rp_filter: loosen it again (the saved value of the
-  // first device is what detach() restores; this one goes away with its device).
-  if (trim(read_file(rp_filter_path(interface_))) == "1") {
-    std::ofstream(rp_filter_path(interface_)) << "2\n";
-  }
-  return {};
+  return read_facts(spec);
 }
 
 common::Outcome Channel::bring_up(const DaemonSettings& s) {
@@ -254,10 +240,6 @@ common::Outcome Channel::restore_routes() {
 }
 
 void Channel::detach() {
-  if (!rp_filter_saved_.empty() && !interface_.empty()) {
-    std::ofstream(rp_filter_path(interface_)) << rp_filter_saved_ << "\n";
-    rp_filter_saved_.clear();
-  }
   if (routes_added_) {
     routes_added_ = false;
     for (const char* fam : {"-4", "-6"}) {

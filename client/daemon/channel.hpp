@@ -14,8 +14,8 @@
 //              exempt. Nothing to bring up or to remove.
 // RAII: what attach() created, the destructor removes; cleanup() removes it after a crash
 // (by the pid file in /run/quicstep; an interface channel's routes from its table).
-// Also: loosens the IPv4 reverse-path filter of the interface (strict rp_filter would drop
-// de-NATed replies, whose source routes natively) and restores it.
+// (The daemon loosens a strict IPv4 rp_filter on every device, the channel's included:
+// kernel/reverse_path_filter.hpp.)
 #pragma once
 
 #include <cstdint>
@@ -44,8 +44,8 @@ class Channel {
   // does not start.
   common::Outcome attach(const core::DaemonSettings& settings, kernel::RulesetSpec* spec);
   // The interface was re-created under the daemon (another tool brought it down and up):
-  // reads its endpoints and tunnel addresses into spec again (replacing the old ones) and
-  // loosens its rp_filter. Errors as attach's.
+  // reads its endpoints and tunnel addresses into spec again (replacing the old ones).
+  // Errors as attach's.
   common::Outcome reattach(kernel::RulesetSpec* spec);
   void detach();
 
@@ -87,7 +87,6 @@ class Channel {
   bool created_ = false;       // the WireGuard device is ours
   bool routes_added_ = false;  // an interface channel's default routes are ours
   pid_t wg_pid_ = -1;
-  std::string rp_filter_saved_;
   std::vector<std::string> addresses_;  // the config's Address entries (created only)
   std::uint32_t routing_table_ = 0;
   std::uint16_t tproxy_port_ = 0;

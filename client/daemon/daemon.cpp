@@ -33,6 +33,7 @@
 #include "client/kernel/kernel_probe.hpp"
 #include "client/kernel/kernel_rules.hpp"
 #include "client/kernel/link_watch.hpp"
+#include "client/kernel/reverse_path_filter.hpp"
 #include "client/kernel/nft_rules.hpp"
 #include "client/kernel/routing.hpp"
 #include "client/kernel/state_watch.hpp"
@@ -146,6 +147,9 @@ struct Daemon::Impl {
   // The native source address per family at the last check (nullopt: not read yet).
   std::optional<std::string> native_source_v4, native_source_v6;
   std::uint64_t channel_rebinds = 0;
+  // Strict IPv4 rp_filter loosened on every device but lo (reverse_path_filter.hpp): at
+  // start, on new devices and every 2 s (another tool may set it back); put back at exit.
+  kernel::ReversePathFilter rp_filter;
 
   Impl(Config c, DaemonOptions o) : config(std::move(c)), options(std::move(o)) {}
 
@@ -156,6 +160,7 @@ struct Daemon::Impl {
   common::Outcome start_native_path();
   bool reload_changes_native_path(Config& reloaded) const;
   void remove_installed();
+  void loosen_rp_filter();
   void watch_source(std::size_t index);
   void drain_events();
   void preload_destinations();
@@ -191,6 +196,7 @@ common::Outcome Daemon::Impl::start() {
   preload_destinations();
   if (auto why = channel.attach(config.daemon, &spec); !why) return why;
   channel_ifindex = if_nametoindex(config.daemon.channel_interface.c_str());
+  loosen_rp_filter();
   if (auto why = start_native_path(); !why) return why;
   if (tproxy()) {
     update_channel_link();
@@ -264,6 +270,19 @@ void Daemon::Impl::remove_installed() {
   rules.remove();
   routing.remove();
   if (path) path->stop();
+}
+
+void Daemon::Impl::loosen_rp_filter() {
+  struct if_nameindex* list = ::if_nameindex();
+  if (list == nullptr) return;
+  for (const struct if_nameindex* i = list; i->if_index != 0; ++i) {
+    const std::string name = i->if_name;
+    if (name != "lo" && rp_filter.loosen(name)) {
+      spdlog::info("{}: strict IPv4 rp_filter loosened to 2 (it would drop moved flows' "
+                   "native answers)", name);
+    }
+  }
+  if_freenameindex(list);
 }
 
 void Daemon::Impl::watch_source(std::size_t index) {
@@ -367,6 +386,7 @@ void Daemon::Impl::arm_link_watch() {
 void Daemon::Impl::check_devices() {
   const unsigned index = if_nametoindex(config.daemon.channel_interface.c_str());
   if (index != channel_ifindex) channel_changed(index);
+  loosen_rp_filter();
   path->on_devices_checked();
 }
 
@@ -843,7 +863,10 @@ Daemon::~Daemon() = default;
 
 common::Outcome Daemon::start() {
   common::Outcome started = impl_->start();
-  if (!started) impl_->remove_installed();  // now, before the caller reports the error
+  if (!started) {
+    impl_->remove_installed();  // now, before the caller reports the error
+    impl_->rp_filter.restore();
+  }
   return started;
 }
 
@@ -866,6 +889,7 @@ int Daemon::run() {
                impl_->spec.queue_inbound);
   impl_->io.run();
   impl_->remove_installed();
+  impl_->rp_filter.restore();
   spdlog::info("rules and routes removed");
   return 0;
 }

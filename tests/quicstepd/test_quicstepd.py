@@ -1012,6 +1012,49 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertTrue(any(p.get("dns") for p in cpk), "the DNS lookup did not use the channel")
         self.assertGreaterEqual(share, 0.95)
 
+    def test_17_strict_rp_filter(self):
+        """Strict IPv4 reverse-path filtering (rp_filter 1 in conf/all and on every device,
+        RHEL's default) drops a moved flow's native answers (their reverse route is the
+        channel's) and, on the queue path, the channel's own: a 10 MB fetch hung without
+        the daemon's loosening. quicstepd loosens every strict device to 2 at start (all/
+        stays 1), again when another tool sets one back (within its 2 s device check), and
+        puts the devices' values back at exit."""
+        ns = self.client_ns
+        conf = "/proc/sys/net/ipv4/conf"
+
+        def read(dev):
+            return lab_helpers.in_host(self.lab, "client", "cat",
+                                       f"{conf}/{dev}/rp_filter").stdout.strip()
+
+        def write_all(value):
+            subprocess.run(["ip", "netns", "exec", ns, "sh", "-c",
+                            f"for f in {conf}/*/rp_filter; do echo {value} > $f; done"],
+                           check=True)
+
+        devices = [d for d in lab_helpers.in_host(self.lab, "client", "ls", conf).stdout.split()
+                   if d not in ("all", "default", "lo")]
+        self.addCleanup(write_all, 0)  # the lab's value
+        write_all(1)
+        d = self.start_daemon()
+        self.assertEqual({dev: read(dev) for dev in devices}, {dev: "2" for dev in devices})
+        self.assertEqual(read("all"), "1")
+        self.fetch(self.srv_v4, "rpf-start")
+        native_dev = self.lab["client"]["native"]["interface"]
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                        f"net.ipv4.conf.{native_dev}.rp_filter=1"], check=True)
+        time.sleep(2.5)  # the daemon's device check
+        self.assertEqual(read(native_dev), "2", "set back to strict and not loosened again")
+        before = self.status()
+        self.fetch(self.srv_v4, "rpf-again")
+        st = self.status()
+        got = st["paths"]["native"]["in_bytes"] - before["paths"]["native"]["in_bytes"]
+        print(f"\n[strict rp_filter] devices loosened {devices}; {SIZE_MB} MB fetched twice, the second "
+              f"with {got} bytes in natively")
+        self.assertGreater(got, 0.9 * SIZE_MB * 1000 * 1000, "the answers did not come natively")
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        self.assertEqual({dev: read(dev) for dev in devices}, {dev: "1" for dev in devices},
+                         "the devices' values are not back")
+
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,
         with a new tunnel address (the provider now accepts only that one): the daemon
