@@ -256,6 +256,14 @@ void RoutedPath::on_timer(common::Timestamp now) {
       const std::uint64_t total = st.sent;
       const std::uint64_t sent = total - std::min(total, f.sent_seen);
       f.sent_seen = total;
+      if (total > 0 && !f.lifted) {  // its first native packet has left: the server migrates
+        f.lifted = true;
+        const std::uint32_t lift = ctx_.config.policy.native_switch.lift_bytes;
+        if (lift > 0 && lift_.is_open() && f.lift_header_len > 0) {
+          stats_.lift_datagrams +=
+              lift_.send(key, common::Bytes(f.lift_header.data(), f.lift_header_len), lift);
+        }
+      }
       const common::Timestamp answered{static_cast<std::int64_t>(st.first_answer_ns)};
       classifier.native_report(key, sent, answered, now);
     }
@@ -308,6 +316,12 @@ common::Outcome RoutedPath::start() {
                                    exempt->end());
   }
   o.orphan_check = ctx_.config.policy.flows.idle_timeout;
+  if (ctx_.config.policy.native_switch.lift_bytes > 0) {
+    if (auto opened = lift_.open(ctx_.spec.mark_native); !opened) {
+      spdlog::warn("no lift datagrams ({}): a moved flow's server validates its new path under "
+                   "the anti-amplification limit", opened.error().message);
+    }
+  }
   if (auto why = open_guard(o); !why) return why;
   channel_ethernet_ = kernel::is_ethernet_device(d.channel_interface);
   if (auto why = ctx_.routing.install(routing); !why) {
@@ -361,6 +375,12 @@ void RoutedPath::observe(const kernel::ObservedPacket& p) {
   const auto key = common::FlowKey::from_client(*ip);
   const core::FlowEntry* f = classifier.find_flow(key);
   schedule(key, d.not_before, f != nullptr && f->state == core::FlowState::native_pending, now);
+  if (auto it = flows_.find(key); it != flows_.end() && it->second.lift_header_len == 0) {
+    const common::Bytes quic = ip->payload;
+    const std::size_t n = std::min(quic.size(), it->second.lift_header.size());
+    std::copy_n(quic.begin(), n, it->second.lift_header.begin());
+    it->second.lift_header_len = static_cast<std::uint8_t>(n);
+  }
 }
 
 void RoutedPath::follow_network(const NativeSources& sources) {
@@ -484,6 +504,7 @@ void RoutedPath::add_status_json(nlohmann::json& j) const {
                  {"guard_failures", r.guard_failures},
                  {"guard_restored", r.guard_restored},
                  {"rules_restored", r.rules_restored},
+                 {"lift_datagrams", r.lift_datagrams},
                  {"source_changes", r.source_changes},
                  {"source_failures", r.source_failures},
                  {"native_source", {{"v4", ctx_.routing_spec.source_v4},

@@ -18,6 +18,7 @@
 // lives keeps its rule until that socket closes (checked again every idle timeout as well).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,7 @@
 #include "client/core/classifier.hpp"
 #include "client/daemon/native_path.hpp"
 #include "client/kernel/kernel_probe.hpp"
+#include "client/kernel/lift_datagrams.hpp"
 #include "client/kernel/native_guard.hpp"
 #include "client/kernel/nft_set_writer.hpp"
 #include "client/kernel/nflog_observer.hpp"
@@ -62,6 +64,7 @@ struct RoutedPathStats {
   std::uint64_t guard_restored = 0;  // re-attached after another tool detached it
   std::uint64_t rules_restored = 0;  // flow elements added again after the table was replaced
   std::uint64_t source_changes = 0;  // the native source address followed (per family)
+  std::uint64_t lift_datagrams = 0;  // sent for moved flows (kernel/lift_datagrams.hpp)
   std::uint64_t source_failures = 0;  // a channel route the kernel refused for a new source
 };
 
@@ -154,6 +157,11 @@ class RoutedPath final : public NativePath {
     bool restoring = false;  // its element went with a replaced table: added again
     common::Timestamp due;  // rule not yet added: when
     std::uint64_t sent_seen = 0;
+    // The start of the client's short header that moved it (lift datagrams copy it); sent
+    // once, at its first native packet.
+    std::array<std::uint8_t, kernel::kLiftHeaderBytes> lift_header{};
+    std::uint8_t lift_header_len = 0;
+    bool lifted = false;
   };
   // The flow's element or socket check is due at `at` (the heap of due_ holds it).
   void set_due(const common::FlowKey& key, Flow& f, common::Timestamp at);
@@ -171,6 +179,7 @@ class RoutedPath final : public NativePath {
   kernel::UdpSocketWatch sockets_;
   kernel::KernelProbe source_probe_;  // the native source address at start
   std::unique_ptr<kernel::NativeGuard> guard_;
+  kernel::LiftSender lift_;
   std::set<std::string> guarded_;
   std::unordered_map<common::FlowKey, Flow, common::FlowKeyHash> flows_;
   struct Due {
