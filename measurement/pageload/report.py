@@ -508,7 +508,9 @@ def corpus(data, out):
           "addresses, quicstep-server `--migration none` on `nomigration.test`'s (a quarter "
           "of the page-origin pairs). Channel 5 Mbit/s. Per page: the median over its rounds; "
           "the table gives the median over the pages of those, and of each page's ratio. "
-          "Load reduction: 1 − QUICstep's channel bytes / the VPN's, per page and round. "
+          "Load reduction: 1 − QUICstep's channel bytes / the VPN's, per page and round "
+          "(the non-migrating origins' bytes stay on the channel). With one round, each mode "
+          "loads all the pages in turn (the order rotates per round), minutes apart. "
           f"The paper: {PAPER_F4}; median load reduction {PAPER_F7_LOAD_REDUCTION:.0%}.", "",
           "| profile | pages | PLT native / VPN / QUICstep ms | QS/VPN PLT | QS/VPN TTFB+PLT | "
           "QS/native TTFB+PLT | QS TTFB / VPN TTFB | pages faster than VPN (TTFB+PLT) | "
