@@ -21,7 +21,6 @@ timeline of the response (milliseconds after the request arrived, the qlog's clo
 (root; takes the lab lock /run/qs-helper-lab.lock unless --no-lock). Writes
 OUT/move_cost.csv and prints the medians as a markdown table."""
 import argparse
-import csv
 import fcntl
 import json
 import os
@@ -187,13 +186,7 @@ def main():
             fcntl.flock(lock, fcntl.LOCK_UN)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "move_cost.csv")
-    new = not os.path.exists(path)
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        if new:
-            w.writeheader()
-        for row in rows:
-            w.writerow({k: row.get(k, "") for k in FIELDS})
+    harness.append_csv(path, rows, fields=FIELDS)
     print(medians(rows))
     print(f"rows: {path}")
 
