@@ -218,7 +218,7 @@ class TunEnginePaths(base.TunEngineLab):
             code = fetch.wait(100)
         finally:
             up2.restore_first()
-        if code != 0:  # what the application's route was (a stall has come with EMSGSIZE)
+        if code != 0:  # the application's route then (for the stall, not yet understood)
             route = subprocess.run(["ip", "netns", "exec", self.ns, "ip", "-d", "route", "get",
                                     self.srv_v4], capture_output=True, text=True).stdout
             print(f"\n[network change failed] route to the server now: {route.strip()}")
