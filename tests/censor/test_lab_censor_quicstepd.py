@@ -392,6 +392,30 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
                              set(c["native"]["v4"] + c["native"]["v6"]))
         return ok, secs, native, proxied, bad, pk
 
+    def bulk_both_families(self, name, proxy, label):
+        """bulk_native_share over IPv4 and IPv6 (the first server's addresses), printed:
+        {family: (ok, native share, leaks)}."""
+        srv = self.lab["servers"][0]
+        first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
+        shares = {}
+        for family, address in (("v4", first(srv["v4"])), ("v6", first(srv["v6"]))):
+            ok, secs, native, proxied, bad, _ = self.bulk_native_share(name, address, proxy,
+                                                                       family)
+            share = native / max(1, native + proxied)
+            shares[family] = (ok, share, bad)
+            print(f"\n[{label}] 10 MB over {family}: {'ok' if ok else 'FAILED'} in {secs:.2f}s; "
+                  f"native {native} B, to and from the proxy {proxied} B (native share "
+                  f"{share:.4f}); {len(bad)} leaks")
+        return shares
+
+    @staticmethod
+    def print_fetches(results, label):
+        for client in ("gtlsclient", "chromium"):
+            rs = [r for r in results if r[0] == client]
+            good = sorted(r[2] for r in rs if r[1])
+            print(f"[{label}] {client}: {len(good)}/{len(rs)} fetches of blocked.test succeeded"
+                  + (f", median {good[len(good) // 2]:.2f}s" if good else ""))
+
     def write_10m(self):
         path = os.path.join(WORKDIR, "htdocs", "10M.bin")
         if not os.path.exists(path):
@@ -411,24 +435,9 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.start_tproxy_daemon(proxy)
         results = self.fetch_blocked_test("tp-")
         st = qsd.wait_channel_working(self.lab, self.daemon_status)
-        srv = self.lab["servers"][0]
-        first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
-        shares = {}
-        for family, address in (("v4", first(srv["v4"])), ("v6", first(srv["v6"]))):
-            ok, secs, native, proxied, bad, _ = self.bulk_native_share("tp-bulk", address, proxy,
-                                                                       family)
-            share = native / max(1, native + proxied)
-            shares[family] = (ok, secs, native, proxied, share, bad)
-            print(f"\n[tproxy channel, WireGuard blocked] 10 MB over {family}: "
-                  f"{'ok' if ok else 'FAILED'} in {secs:.2f}s; native {native} B, to and from "
-                  f"the proxy {proxied} B (native share {share:.4f}); {len(bad)} leaks")
+        shares = self.bulk_both_families("tp-bulk", proxy, "tproxy channel, WireGuard blocked")
         fired = sorted({d["rule"] for d in self.blocks()})
-        for client in ("gtlsclient", "chromium"):
-            rs = [r for r in results if r[0] == client]
-            good = sorted(r[2] for r in rs if r[1])
-            print(f"[tproxy channel, WireGuard blocked] {client}: {len(good)}/{len(rs)} fetches "
-                  f"of blocked.test succeeded" +
-                  (f", median {good[len(good) // 2]:.2f}s" if good else ""))
+        self.print_fetches(results, "tproxy channel, WireGuard blocked")
         print(f"[tproxy channel] channel {st['channel']}; censor rules fired {fired}")
         self.assertEqual([r for r in results if not r[1]], [], "every fetch must succeed")
         self.assertEqual([r for r in fired if r != "wireguard"], [],
@@ -439,7 +448,7 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertTrue(st["channel"]["up"])
         self.assertEqual(st["channel"]["health"], "working")
         self.assertGreater(st["channel"]["proxy"]["rx_bytes"], 0)
-        for family, (ok, _, _, _, share, bad) in shares.items():
+        for family, (ok, share, bad) in shares.items():
             self.assertTrue(ok, f"the 10 MB fetch over {family}")
             self.assertEqual(bad[:5], [], f"leaked on the native link ({family})")
             self.assertGreaterEqual(share, 0.99, f"native share over {family}")
@@ -554,24 +563,10 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.start_tproxy_daemon(proxy, v2ray.quicstepd_extra(proxy))
         results = self.fetch_blocked_test("v2-", fetches=20, chrome_fetches=20)
         st = qsd.wait_channel_working(self.lab, self.daemon_status)
-        srv = self.lab["servers"][0]
-        first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
-        shares = {}
-        for family, address in (("v4", first(srv["v4"])), ("v6", first(srv["v6"]))):
-            ok, secs, native, proxied, bad, _ = self.bulk_native_share("v2-bulk", address,
-                                                                       proxy, family)
-            share = native / max(1, native + proxied)
-            shares[family] = (ok, share, bad)
-            print(f"\n[v2ray tproxy channel, WireGuard blocked] 10 MB over {family}: "
-                  f"{'ok' if ok else 'FAILED'} in {secs:.2f}s; native {native} B, to and from "
-                  f"the proxy {proxied} B (native share {share:.4f}); {len(bad)} leaks")
+        shares = self.bulk_both_families("v2-bulk", proxy,
+                                         "v2ray tproxy channel, WireGuard blocked")
         fired = sorted({d["rule"] for d in self.blocks()})
-        for name in ("gtlsclient", "chromium"):
-            rs = [r for r in results if r[0] == name]
-            good = sorted(r[2] for r in rs if r[1])
-            print(f"[v2ray tproxy channel] {name}: {len(good)}/{len(rs)} fetches of "
-                  f"blocked.test succeeded" + (f", median {good[len(good) // 2]:.2f}s"
-                                               if good else ""))
+        self.print_fetches(results, "v2ray tproxy channel")
         print(f"[v2ray tproxy channel] channel {st['channel']}; censor rules fired {fired}")
         self.assertEqual([r for r in results if not r[1]], [], "every fetch must succeed")
         self.assertEqual([r for r in fired if r != "wireguard"], [],
