@@ -30,6 +30,7 @@
 #include "client/daemon/status.hpp"
 #include "client/daemon/syscall_filter.hpp"
 #include "client/daemon/wireguard_reading.hpp"
+#include "client/kernel/forwarding.hpp"
 #include "client/kernel/kernel_probe.hpp"
 #include "client/kernel/kernel_rules.hpp"
 #include "client/kernel/link_watch.hpp"
@@ -161,6 +162,7 @@ struct Daemon::Impl {
   bool reload_changes_native_path(Config& reloaded) const;
   void remove_installed();
   void loosen_rp_filter();
+  void check_forwarding();
   void watch_source(std::size_t index);
   void drain_events();
   void preload_destinations();
@@ -387,7 +389,29 @@ void Daemon::Impl::check_devices() {
   const unsigned index = if_nametoindex(config.daemon.channel_interface.c_str());
   if (index != channel_ifindex) channel_changed(index);
   loosen_rp_filter();
+  check_forwarding();
   path->on_devices_checked();
+}
+
+// A host that starts or stops forwarding (connection sharing switched on, a router's
+// forwarding set late): the routed path's channel zone follows (RulesetSpec::forwarded_zone).
+// The table is replaced, so its flow sets start empty, as after a reload.
+void Daemon::Impl::check_forwarding() {
+  if (!spec.routed || spec.tproxy_port != 0) return;
+  const bool forwards = kernel::host_forwards();
+  if (forwards == spec.forwarded_zone) return;
+  RulesetSpec next = spec;
+  next.forwarded_zone = forwards;
+  keep_kernel_counters();
+  path->on_table_replaced();
+  if (auto installed = rules.install(next); !installed) {
+    spdlog::error("forwarding switched {}: {}; the old rules stay (tried again in 2 s)",
+                  forwards ? "on" : "off", installed.error().message);
+    return;
+  }
+  spec = next;
+  spdlog::info("forwarding switched {}: the channel's packets {} conntrack zone {}",
+               forwards ? "on" : "off", forwards ? "now in" : "no longer in", spec.ct_zone);
 }
 
 void Daemon::Impl::channel_changed(unsigned index) {
@@ -765,6 +789,7 @@ void Daemon::Impl::reload() {
   new_spec.exempt_v6 = spec.exempt_v6;
   new_spec.tunnel_v4 = spec.tunnel_v4;
   new_spec.tunnel_v6 = spec.tunnel_v6;
+  new_spec.forwarded_zone = spec.forwarded_zone;
   if (new_spec.stateless && new_spec.tunnel_v4.empty() && new_spec.tunnel_v6.empty()) {
     spdlog::error("reload refused: stateless addressing needs an address on {}",
                   new_spec.channel_interface);

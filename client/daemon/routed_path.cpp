@@ -11,6 +11,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "client/kernel/forwarding.hpp"
 #include "client/kernel/link_header.hpp"
 #include "common/ip_packet.hpp"
 #include "net/clock.hpp"
@@ -328,6 +329,7 @@ common::Outcome RoutedPath::start() {
     return common::Failure("ip rule: " + why.error().message);
   }
   if (auto why = observer_.open(ctx_.spec.log_group); !why) return why;
+  ctx_.spec.forwarded_zone = ctx_.spec.tproxy_port == 0 && kernel::host_forwards();
   if (auto why = ctx_.rules.install(ctx_.spec); !why) {
     return common::Failure("rules: " + why.error().message);
   }

@@ -244,6 +244,42 @@ void quic_out_chain(std::ostringstream& o, const RulesetSpec& s) {
     << set_mark(s, s.mark_decide_out) << "\n  }\n";
 }
 
+// The queue path decides the host's own packets (on output); a forwarded packet (a LAN
+// host's, the host a router) never meets out_decide. Without this chain a LAN host's
+// handshake left natively (found in the lab: its Initial on the native link). Forwarded DNS,
+// TCP and QUIC, and what else the policy sends to the channel, get mark_channel at
+// prerouting, before their routing decision, by out_decide's selectors: the whole flow takes
+// the channel (the classifier sees only local packets, so none moves native). The cheap
+// compares come first: the host's own answers (UDP from a QUIC port to an ephemeral one)
+// leave after the port compares; only candidates pay the route lookup that tells a
+// forwarded packet from one to this host.
+void forwarded_chains(std::ostringstream& o, const RulesetSpec& s) {
+  o << "  chain forwarded {\n    type filter hook prerouting priority mangle; policy accept;\n"
+       "    ip frag-off & 0x3fff != 0 goto forwarded_channel\n"
+       "    exthdr frag exists goto forwarded_channel\n"
+       "    udp dport " << port_set(s.quic_ports) << " goto forwarded_channel\n";
+  if (s.dns_to_channel) o << "    meta l4proto { tcp, udp } th dport 53 goto forwarded_channel\n";
+  if (s.tcp_to_channel) o << "    meta l4proto tcp goto forwarded_channel\n";
+  if (s.other_udp_to_channel) o << "    meta l4proto udp goto forwarded_channel\n";
+  if (s.other_protocols_to_channel) {
+    o << "    meta l4proto != { tcp, udp } goto forwarded_channel\n";
+  }
+  o << "  }\n  chain forwarded_channel {\n    meta iif lo return\n"
+       "    iifname \"" << s.channel_interface << "\" return\n"
+       "    fib daddr type local return\n";
+  if (!s.exempt_v4.empty()) o << "    ip daddr " << addr_set(s.exempt_v4) << " return\n";
+  if (!s.exempt_v6.empty()) o << "    ip6 daddr " << addr_set(s.exempt_v6) << " return\n";
+  for (const auto& [family, list] : {std::pair{"ip", &s.native_v4}, {"ip6", &s.native_v6}}) {
+    if (list->empty()) continue;
+    const std::string to = std::string("    ") + family + " daddr " + addr_set(*list);
+    for (const char* dns : {" udp dport 53", " tcp dport 53"}) {
+      o << to << dns << " " << set_mark(s, s.mark_channel) << " return\n";
+    }
+    o << to << " return\n";
+  }
+  o << "    " << set_mark(s, s.mark_channel) << "\n  }\n";
+}
+
 // After the queue (-250, before conntrack at -200): one verdict-map lookup per packet. The
 // kernel's native fast path (mark unchanged) misses it and leaves at once.
 void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
@@ -377,6 +413,36 @@ void tproxy_chains(std::ostringstream& o, const RulesetSpec& s) {
     << "\n  }\n";
 }
 
+// A forwarding host's (spec.forwarded_zone) channel packets in conntrack zone ct_zone, so
+// that a flow moved native starts a new entry in zone 0, which meets the host's own source
+// NAT: the channel's entry was made when its first packet left through the channel, which a
+// masquerade on the uplink did not match, and the kernel keeps an entry's NAT decision (a
+// LAN host's native packets left with its own address, and the flow stalled). Both hooks at
+// raw priority, before conntrack, so the routing decision is known only on output; at
+// prerouting the forwarded packets the routing rules send to the channel (routing.cpp,
+// routed_routing_commands) are picked by the same selectors, in the same order. The
+// channel's answers (its device in) are in the zone too. Flows in routed4/6 stay in zone 0.
+void forwarded_zone_chains(std::ostringstream& o, const RulesetSpec& s) {
+  const std::string zone = " ct zone set " + std::to_string(s.ct_zone);
+  const std::string native =
+      "    ip daddr . udp sport . udp dport @routed4 return\n"
+      "    ip6 daddr . udp sport . udp dport @routed6 return\n";
+  o << "  chain zone_out {\n    type filter hook output priority raw; policy accept;\n"
+    << native << "    oifname \"" << s.channel_interface << "\"" << zone << "\n  }\n"
+    << "  chain zone_forward {\n    type filter hook prerouting priority raw; policy accept;\n"
+    << "    iifname \"" << s.channel_interface << "\"" << zone << " return\n"
+    << "    fib daddr type local return\n" << native;
+  auto to_main = [&](const std::vector<std::string>& v4, const std::vector<std::string>& v6) {
+    if (!v4.empty()) o << "    ip daddr " << addr_set(v4) << " return\n";
+    if (!v6.empty()) o << "    ip6 daddr " << addr_set(v6) << " return\n";
+  };
+  to_main(s.exempt_v4, s.exempt_v6);
+  if (s.dns_to_channel) o << "    meta l4proto { tcp, udp } th dport 53" << zone << " return\n";
+  to_main(s.native_v4, s.native_v6);
+  if (s.tcp_to_channel) o << "    meta l4proto tcp" << zone << " return\n";
+  o << "    udp dport " << port_set(s.quic_ports) << zone << "\n  }\n";
+}
+
 // The routed native path's flows: the packets of a flow in routed4/6 get mark_native, which
 // one ip rule per family sends to the main table (routing.hpp). On output a `type route`
 // chain (the kernel routes the packet again when it changes the mark); forwarded packets are
@@ -415,6 +481,7 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
   }
   o << "  }\n";
   if (tproxy) tproxy_chains(o, s);
+  if (s.forwarded_zone && !tproxy) forwarded_zone_chains(o, s);
   o << "}\n";
 }
 
@@ -506,6 +573,7 @@ std::string ruleset_text(const RulesetSpec& s) {
   quic_out_chain(o, s);
   out_account_chain(o, s);
   inbound_chains(o, s);
+  forwarded_chains(o, s);
   o << "}\n";
   if (stateless_nat(s)) channel_device_table(o, s);
   return o.str();

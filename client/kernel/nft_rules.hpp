@@ -83,7 +83,7 @@ struct RulesetSpec {
   std::string tunnel_v6;                 // (empty: that family's channel packets dropped)
   bool track_native = false;             // false: native packets are notrack (both ways)
   std::uint16_t ct_zone = 1;             // conntrack zone of channel packets (nat mode with
-                                         // track_native only)
+                                         // track_native; routed with forwarded_zone)
   std::vector<std::string> exempt_v4;    // the channel's endpoint addresses: never marked
   std::vector<std::string> exempt_v6;
   std::vector<std::string> native_v4;    // native_prefixes (a LAN): native except DNS
@@ -99,6 +99,9 @@ struct RulesetSpec {
   std::uint16_t tproxy_port = 0;         // routed: the channel is a local transparent proxy
                                          // at 127.0.0.1 / ::1 (channel_kind tproxy; the
                                          // channel interface is `lo`); 0: a device
+  bool forwarded_zone = false;           // routed, a device channel: the channel's packets
+                                         // in conntrack zone ct_zone (a forwarding host,
+                                         // whose source NAT must meet a moved flow's)
   std::uint32_t set_size = 65536;        // elements per flow set (invariant 4)
   std::chrono::seconds native_timeout{120};  // a native-set element lives this long
   std::chrono::seconds watch_timeout{10};    // a watch-set element lives this long

@@ -527,5 +527,86 @@ TEST(NftRulesRouted, RoutingSendsDnsTcpAndQuicToTheChannelTableAndFailsClosed) {
   EXPECT_EQ(r.flow_priority() + RoutingSpec::kRoutedPriorities - 1, 10130u);
 }
 
+// A LAN host's packets are forwarded: out_decide never sees them. The queue path marks its
+// DNS, TCP and QUIC for the channel at prerouting (its Initial left natively without this).
+TEST(NftRules, ForwardedPacketsTakeTheChannelOnTheQueuePath) {
+  RulesetSpec s;
+  s.channel_interface = "qsw-client";
+  s.quic_ports = {443, 8443};
+  s.exempt_v4 = {"203.0.113.7"};
+  s.native_v6 = {"fd00::/8"};
+  const std::string t = ruleset_text(s);
+  const std::string sel = chain(t, "forwarded");
+  EXPECT_TRUE(has(sel, "type filter hook prerouting priority mangle;")) << sel;
+  for (const char* rule : {"ip frag-off & 0x3fff != 0 goto forwarded_channel",
+                           "udp dport { 443, 8443 } goto forwarded_channel",
+                           "meta l4proto { tcp, udp } th dport 53 goto forwarded_channel",
+                           "meta l4proto tcp goto forwarded_channel"}) {
+    EXPECT_TRUE(has(sel, rule)) << rule << "\n" << sel;
+  }
+  const std::string ch = chain(t, "forwarded_channel");
+  const std::string mark = "meta mark set meta mark & 0xffffff00 | 0x51";
+  // Not forwarded (to this host, from lo or the channel), the channel's endpoint, a native
+  // prefix but for DNS: unmarked; everything else marked, last.
+  const auto local = ch.find("fib daddr type local return");
+  const auto exempt = ch.find("ip daddr { 203.0.113.7 } return");
+  const auto dns = ch.find("ip6 daddr { fd00::/8 } udp dport 53 " + mark + " return");
+  const auto prefix = ch.find("ip6 daddr { fd00::/8 } return");
+  const auto last = ch.rfind(mark);
+  ASSERT_NE(local, std::string::npos) << ch;
+  ASSERT_NE(exempt, std::string::npos) << ch;
+  ASSERT_NE(dns, std::string::npos) << ch;
+  ASSERT_NE(prefix, std::string::npos) << ch;
+  EXPECT_TRUE(has(ch, "iifname \"qsw-client\" return")) << ch;
+  EXPECT_TRUE(local < exempt && exempt < dns && dns < prefix && prefix < last) << ch;
+  // TCP off in the policy: forwarded TCP is not selected.
+  s.tcp_to_channel = false;
+  EXPECT_FALSE(has(chain(ruleset_text(s), "forwarded"), "meta l4proto tcp goto"));
+}
+
+// A forwarding host on the routed path: the channel's packets in conntrack zone ct_zone,
+// chosen as the routing rules choose them, so that a moved flow's packets start an entry in
+// zone 0 that the host's masquerade meets. Flows in routed4/6 stay in zone 0.
+TEST(NftRulesRouted, AForwardingHostKeepsTheChannelInAZoneOfItsOwn) {
+  RulesetSpec s;
+  s.channel_interface = "qsw-client";
+  s.stateless = true;
+  s.routed = true;
+  s.tunnel_v4 = "10.77.0.2";
+  s.exempt_v4 = {"203.0.113.7"};
+  s.native_v4 = {"192.168.0.0/16"};
+  s.ct_zone = 7;
+  EXPECT_FALSE(has(ruleset_text(s), "ct zone"));  // not a forwarding host: no conntrack
+  s.forwarded_zone = true;
+  ASSERT_EQ(failure_text(check_spec(s)), "");
+  const std::string t = ruleset_text(s);
+  const std::string out = chain(t, "zone_out");
+  EXPECT_TRUE(has(out, "type filter hook output priority raw;")) << out;
+  EXPECT_LT(out.find("@routed4 return"), out.find("oifname \"qsw-client\" ct zone set 7")) << out;
+  const std::string fwd = chain(t, "zone_forward");
+  EXPECT_TRUE(has(fwd, "type filter hook prerouting priority raw;")) << fwd;
+  const std::vector<std::string> order = {
+      "iifname \"qsw-client\" ct zone set 7 return",      // the channel's answers
+      "fib daddr type local return",                      // not forwarded
+      "ip daddr . udp sport . udp dport @routed4 return",  // moved native
+      "ip daddr { 203.0.113.7 } return",                  // the channel's endpoint
+      "meta l4proto { tcp, udp } th dport 53 ct zone set 7 return",
+      "ip daddr { 192.168.0.0/16 } return",               // a native prefix, but for DNS
+      "meta l4proto tcp ct zone set 7 return",
+      "udp dport 443 ct zone set 7"};
+  std::size_t at = 0;
+  for (const auto& rule : order) {
+    const auto next = fwd.find(rule, at);
+    ASSERT_NE(next, std::string::npos) << rule << "\n" << fwd;
+    at = next + rule.size();
+  }
+  // A tproxy channel has no device to tell its answers by: no zone chains.
+  s.tproxy_port = 1081;
+  s.channel_interface = "lo";
+  s.stateless = false;
+  s.nat = false;
+  EXPECT_FALSE(has(ruleset_text(s), "ct zone"));
+}
+
 }  // namespace
 }  // namespace quicstep::client::kernel
