@@ -154,6 +154,9 @@ void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
     if (auto watched = guard_->watch(guard_key(key)); watched) {
       f.watching = true;
       watching_.insert(key);
+      if (auto alias = masqueraded_key(key); alias && guard_->watch(*alias)) {
+        f.masqueraded = alias;
+      }
     } else {
       ++stats_.watch_failures;
       spdlog::debug("watch {}:{}: {}", key.server.to_string(), key.client_port,
@@ -174,7 +177,20 @@ void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
   f.restoring = false;
 }
 
+std::optional<ng_flow_key> RoutedPath::masqueraded_key(const common::FlowKey& key) const {
+  const std::string& source = key.client.family == common::IpFamily::v4
+                                  ? ctx_.routing_spec.source_v4
+                                  : ctx_.routing_spec.source_v6;
+  if (source.empty() || source == key.client.to_string()) return std::nullopt;
+  common::FlowKey nat = key;
+  const int af = key.client.family == common::IpFamily::v4 ? AF_INET : AF_INET6;
+  if (inet_pton(af, source.c_str(), nat.client.bytes.data()) != 1) return std::nullopt;
+  return guard_key(nat);
+}
+
 void RoutedPath::unwatch(const common::FlowKey& key, Flow& f) {
+  if (f.masqueraded && guard_) guard_->unwatch(*f.masqueraded);
+  f.masqueraded.reset();
   if (f.watching && guard_) guard_->unwatch(guard_key(key));
   if (f.watching) watching_.erase(key);
   f.watching = false;
@@ -254,6 +270,13 @@ void RoutedPath::on_timer(common::Timestamp now) {
       Flow& f = flows_.at(key);
       ng_flow_state st{};
       if (!guard_->watched(guard_key(key), &st)) continue;
+      if (ng_flow_state nat{}; f.masqueraded && guard_->watched(*f.masqueraded, &nat)) {
+        st.sent += nat.sent;  // a LAN host's flow: counted under the router's address
+        if (nat.first_answer_ns != 0 &&
+            (st.first_answer_ns == 0 || nat.first_answer_ns < st.first_answer_ns)) {
+          st.first_answer_ns = nat.first_answer_ns;
+        }
+      }
       const std::uint64_t total = st.sent;
       const std::uint64_t sent = total - std::min(total, f.sent_seen);
       f.sent_seen = total;

@@ -162,7 +162,13 @@ class RoutedPath final : public NativePath {
     std::array<std::uint8_t, kernel::kLiftHeaderBytes> lift_header{};
     std::uint8_t lift_header_len = 0;
     bool lifted = false;
+    // A LAN host's flow (forwarded, its client address not the native source): the key
+    // under which the guard sees it after the host's masquerade (native source, same
+    // ports), watched beside its own. Masquerade keeps the port unless it is taken.
+    std::optional<ng_flow_key> masqueraded;
   };
+  // The masqueraded key of a forwarded flow (Flow::masqueraded), or none.
+  std::optional<ng_flow_key> masqueraded_key(const common::FlowKey& key) const;
   // The flow's element or socket check is due at `at` (the heap of due_ holds it).
   void set_due(const common::FlowKey& key, Flow& f, common::Timestamp at);
   void add_rule(const common::FlowKey& key, Flow& f);

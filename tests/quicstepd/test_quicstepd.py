@@ -1137,8 +1137,40 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
                   f"LAN address natively; watchdog {st['watchdog']}")
             if ROUTED:
                 self.assertGreaterEqual(share, 0.95, "the LAN host's flow did not move native")
+                # The watchdog saw the answers, under the router's address (the guard's
+                # count of forwarded packets and the masqueraded key).
+                self.assertGreaterEqual(st["watchdog"]["confirmed"], 2)
             else:
                 self.assertLess(share, 0.05, "the queue path keeps LAN flows on the channel")
+
+    def test_18b_lan_host_and_a_server_that_ignores_the_new_address(self):
+        """A LAN host's moved flow to a server that drops packets from the router's native
+        addresses: the watchdog must take it back to the channel (the guard counts it after
+        the router's masquerade, under the router's address: before the daemon watched that
+        key too, the flow stayed quiet at the bound and the fetch stalled: 35 KB in 30 s)."""
+        self.lan_host()
+        addrs = ", ".join(a for a in self.client_native if ":" not in a)
+        rules = ("table inet qsd_test_ignore {\n chain in {\n"
+                 "  type filter hook input priority 0; policy accept;\n"
+                 f"  ip saddr {{ {addrs} }} udp dport 443 drop\n }}\n}}\n")
+        subprocess.run(["ip", "netns", "exec", self.srv_ns, "nft", "-f", "-"], input=rules,
+                       text=True, check=True)
+        self.addCleanup(subprocess.run, ["ip", "netns", "exec", self.srv_ns, "nft", "delete",
+                                         "table", "inet", "qsd_test_ignore"], check=False)
+        d = self.start_daemon()
+        out_dir = os.path.join(self.work, "lan-ignore")
+        t0 = time.time()
+        res = subprocess.run(["ip", "netns", "exec", self.LAN_NS,
+                              *self.fetch_cmd(self.srv_v4, out_dir)],
+                             capture_output=True, text=True, timeout=120)
+        took = time.time() - t0
+        self.assert_downloaded(out_dir, res)
+        st = self.status()
+        print(f"\n[LAN host, server ignoring the new address] {SIZE_MB} MB in {took:.2f}s; "
+              f"watchdog {st['watchdog']}")
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        if ROUTED:
+            self.assertGreaterEqual(st["watchdog"]["failed_back"], 1)
 
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,

@@ -168,9 +168,45 @@ static __always_inline int ng_drop(__u32 slot, struct __sk_buff *skb) {
   return TC_ACT_SHOT;
 }
 
+/* A watched flow's native packets out (its source port's bit set): counted in its entry. */
+static __always_inline void ng_watch_sent(const struct ng_packet *p, const __be16 *ports,
+                                          __u32 segments, __u32 len) {
+  if (!ng_port_bit(&ng_watch_ports, bpf_ntohs(ports[0]))) return;
+  struct ng_flow_key key = {.local_port = ports[0], .remote_port = ports[1]};
+  __builtin_memcpy(key.local, p->saddr, 16);
+  __builtin_memcpy(key.remote, p->daddr, 16);
+  struct ng_flow_state *state = bpf_map_lookup_elem(&ng_watch, &key);
+  if (state) {
+    __sync_fetch_and_add(&state->sent, segments);
+    ng_count(NG_WATCH_SENT, segments, len);
+  }
+}
+
+/* A packet without a socket: forwarded (a LAN host's, after this host's NAT), or made by the
+ * kernel. Not judged: the routing rules chose its path, and the guard judges local apps'
+ * packets. Its QUIC short headers are counted (native_out), and a watched flow's for the
+ * watchdog: a LAN host's moved flow, under this host's address and the port its masquerade
+ * kept (RoutedPath watches that key beside the flow's own). */
+static __noinline int ng_egress_forwarded(struct __sk_buff *skb) {
+  struct ng_packet p = {};
+  if (ng_parse(skb, &p) || p.unparsed || p.non_first_fragment || p.protocol != IPPROTO_UDP)
+    return TC_ACT_UNSPEC;
+  __be16 ports[2];
+  if (bpf_skb_load_bytes_relative(skb, p.l4_offset, ports, sizeof ports, BPF_HDR_START_NET))
+    return TC_ACT_UNSPEC;
+  if (!ng_port_bit(&ng_quic_ports, bpf_ntohs(ports[1]))) return TC_ACT_UNSPEC;
+  __u8 first;
+  if (ng_load(skb, p.l4_offset + sizeof(struct udphdr), &first, 1) || (first & 0x80))
+    return TC_ACT_UNSPEC;
+  __u32 segments = skb->gso_segs > 1 ? skb->gso_segs : 1;
+  ng_count(NG_NATIVE_OUT, segments, skb->len);
+  ng_watch_sent(&p, ports, segments, skb->len);
+  return TC_ACT_UNSPEC;
+}
+
 /* The whole guard, any packet, headers read by helpers. */
 static __noinline int ng_egress_generic(struct __sk_buff *skb) {
-  if (!skb->sk) return TC_ACT_UNSPEC; /* forwarded, or made by the kernel: not a local app's */
+  if (!skb->sk) return ng_egress_forwarded(skb);
   struct ng_packet p = {};
   if (ng_parse(skb, &p)) return TC_ACT_UNSPEC;
   if (p.unparsed) return ng_drop(NG_DROP_UNPARSED, skb);
@@ -219,16 +255,7 @@ static __noinline int ng_egress_generic(struct __sk_buff *skb) {
   ng_count(NG_NATIVE_OUT, segments, skb->len);
   ng_count(NG_NATIVE_OUT_GENERIC, segments, skb->len);
 
-  if (ng_port_bit(&ng_watch_ports, sport)) {
-    struct ng_flow_key key = {.local_port = ports[0], .remote_port = ports[1]};
-    __builtin_memcpy(key.local, p.saddr, 16);
-    __builtin_memcpy(key.remote, p.daddr, 16);
-    struct ng_flow_state *state = bpf_map_lookup_elem(&ng_watch, &key);
-    if (state) {
-      __sync_fetch_and_add(&state->sent, segments);
-      ng_count(NG_WATCH_SENT, segments, skb->len);
-    }
-  }
+  ng_watch_sent(&p, ports, segments, skb->len);
   return TC_ACT_UNSPEC;
 }
 
@@ -290,7 +317,7 @@ static __always_inline struct udphdr *ng_plain_udp(struct __sk_buff *skb, __u32 
 }
 
 static __always_inline int ng_egress_fast(struct __sk_buff *skb, __u32 l2) {
-  if (!skb->sk) return TC_ACT_UNSPEC;
+  if (!skb->sk) return ng_egress_forwarded(skb);
   struct udphdr *udp = ng_plain_udp(skb, l2);
   if (!udp || skb->gso_segs > 1) return ng_egress_generic(skb);
   __u16 sport = bpf_ntohs(udp->source), dport = bpf_ntohs(udp->dest);
