@@ -32,6 +32,7 @@ std::string_view to_string(Direction d) {
     case Direction::outbound: return "outbound";
     case Direction::inbound_native: return "inbound_native";
     case Direction::inbound_channel: return "inbound_channel";
+    case Direction::outbound_copy: return "outbound_copy";
   }
   return "?";
 }
@@ -100,17 +101,22 @@ bool Classifier::update_policy(const Policy& policy) {
 
 Decision Classifier::classify(Bytes ip_packet, Direction dir, Timestamp now) {
   counted_flow_ = nullptr;
-  Decision d{dir == Direction::outbound ? Path::channel : Path::native, Reason::not_ip};
+  const bool out = dir == Direction::outbound || dir == Direction::outbound_copy;
+  Decision d{out ? Path::channel : Path::native, Reason::not_ip};
   PacketFacts facts;
   if (read_packet_facts(ip_packet, &facts)) {
-    if (dir == Direction::outbound) {
+    if (out) {
       d = outbound(facts, now);
     } else {
       d = {Path::native, Reason::inbound};
       inbound(facts, dir, now, &d);
     }
   }
-  count(counted_flow_, d, dir, ip_packet.size());
+  if (dir == Direction::outbound_copy) {
+    count(counted_flow_, {Path::channel, d.reason}, Direction::outbound, ip_packet.size());
+  } else {
+    count(counted_flow_, d, dir, ip_packet.size());
+  }
   return d;
 }
 

@@ -63,8 +63,13 @@ namespace quicstep::client::core {
 
 using common::Bytes;
 
-// Which way a packet travels; for inbound, which interface it arrived on.
-enum class Direction : std::uint8_t { outbound, inbound_native, inbound_channel };
+// Which way a packet travels; for inbound, which interface it arrived on. outbound_copy: an
+// outbound packet seen as a copy on its way through the channel (the routed path's log
+// copies): decided as an outbound one, but it took the channel whatever the decision, so it
+// is counted there and is no evidence of an unanswered native packet (copies made before a
+// moved flow's element took effect, counted as native, failed a quiet LAN flow that its
+// server had answered).
+enum class Direction : std::uint8_t { outbound, inbound_native, inbound_channel, outbound_copy };
 
 // Where the packet goes. Inbound: native = accept. drop is never returned by this policy;
 // it is part of the vocabulary for frontends and future policies.

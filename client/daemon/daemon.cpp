@@ -397,7 +397,7 @@ void Daemon::Impl::check_devices() {
 // forwarding set late): the routed path's channel zone follows (RulesetSpec::forwarded_zone).
 // The table is replaced, so its flow sets start empty, as after a reload.
 void Daemon::Impl::check_forwarding() {
-  if (!spec.routed || spec.tproxy_port != 0) return;
+  if (!spec.routed) return;
   const bool forwards = kernel::host_forwards();
   if (forwards == spec.forwarded_zone) return;
   RulesetSpec next = spec;

@@ -13,6 +13,7 @@
 
 #include "client/kernel/forwarding.hpp"
 #include "client/kernel/link_header.hpp"
+#include "client/kernel/nft_rules.hpp"
 #include "common/ip_packet.hpp"
 #include "net/clock.hpp"
 #include "net/process.hpp"
@@ -352,7 +353,7 @@ common::Outcome RoutedPath::start() {
     return common::Failure("ip rule: " + why.error().message);
   }
   if (auto why = observer_.open(ctx_.spec.log_group); !why) return why;
-  ctx_.spec.forwarded_zone = ctx_.spec.tproxy_port == 0 && kernel::host_forwards();
+  ctx_.spec.forwarded_zone = kernel::host_forwards();
   if (auto why = ctx_.rules.install(ctx_.spec); !why) {
     return common::Failure("rules: " + why.error().message);
   }
@@ -385,7 +386,10 @@ std::vector<EventSource> RoutedPath::sources() {
 void RoutedPath::observe(const kernel::ObservedPacket& p) {
   core::Classifier& classifier = *ctx_.classifier;
   const common::Timestamp now = net::monotonic_now();
-  if (p.outdev == 0) {  // logged on ingress: the server's handshake (the RTT)
+  // Logged on ingress: the server's handshake (the RTT); a prefix says it where the hook
+  // does not (a tproxy channel's LAN hosts).
+  const bool inbound = p.prefix.empty() ? p.outdev == 0 : p.prefix == kernel::kLogPrefixIn;
+  if (inbound) {
     classifier.classify(p.payload, core::Direction::inbound_channel, now);
     return;
   }
@@ -393,7 +397,7 @@ void RoutedPath::observe(const kernel::ObservedPacket& p) {
   const std::optional<common::Bytes> packet = kernel::egress_ip_packet(p.payload,
                                                                        channel_ethernet_);
   if (!packet) return;
-  const core::Decision d = classifier.classify(*packet, core::Direction::outbound, now);
+  const core::Decision d = classifier.classify(*packet, core::Direction::outbound_copy, now);
   if (d.path != core::Path::native) return;
   auto ip = common::parse_ip_packet(*packet);
   if (!ip.ok()) return;

@@ -72,6 +72,7 @@ common::Outcome derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* 
     r->tproxy_port = d.tproxy_port;
     r->nat = r->stateless = false;
     routing->channel_local = true;
+    routing->forwarded_mark = r->mark_channel;  // a LAN host's channel packets (forwarding)
     if (!d.native_path_routed) {
       return common::Failure("channel_kind = \"tproxy\" works with the routed native path "
                              "only");

@@ -102,6 +102,9 @@ void NflogObserver::drain(const Observe& observe, int max_datagrams) {
       if (attr[NFULA_IFINDEX_OUTDEV]) {
         p.outdev = ntohl(mnl_attr_get_u32(attr[NFULA_IFINDEX_OUTDEV]));
       }
+      if (attr[NFULA_PREFIX] && mnl_attr_validate(attr[NFULA_PREFIX], MNL_TYPE_NUL_STRING) == 0) {
+        p.prefix = mnl_attr_get_str(attr[NFULA_PREFIX]);
+      }
       ++stats_.packets;
       stats_.bytes += p.payload.size();
       observe(p);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/byte_reader.hpp"
@@ -27,6 +28,9 @@ struct ObservedPacket {
   common::Bytes payload;     // the IP packet
   std::uint32_t indev = 0;   // set for packets logged on ingress
   std::uint32_t outdev = 0;  // set for packets logged on egress
+  // The rule's log prefix, when it has one (nft_rules.hpp: kLogPrefixOut, kLogPrefixIn);
+  // empty otherwise. Valid while the packet's payload is.
+  std::string_view prefix;
 };
 
 struct NflogStats {

@@ -420,18 +420,34 @@ void tproxy_chains(std::ostringstream& o, const RulesetSpec& s) {
 // LAN host's native packets left with its own address, and the flow stalled). Both hooks at
 // raw priority, before conntrack, so the routing decision is known only on output; at
 // prerouting the forwarded packets the routing rules send to the channel (routing.cpp,
-// routed_routing_commands) are picked by the same selectors, in the same order. The
-// channel's answers (its device in) are in the zone too. Flows in routed4/6 stay in zone 0.
+// routed_routing_commands) are picked by the same selectors, in the same order. Flows in
+// routed4/6 stay in zone 0.
+//
+// A device channel: the channel's packets on output by their route, and its answers (the
+// device in). A tproxy channel: the forwarded channel packets also get mark_channel, which
+// routes them to the proxy's socket (routing.hpp, forwarded_mark; routed_forward hands them
+// over), and the proxy's answers to a LAN host (on output, from an address not local to one
+// not local) are the zone's; the host's own flows through the proxy keep zone 0, as before.
 void forwarded_zone_chains(std::ostringstream& o, const RulesetSpec& s) {
-  const std::string zone = " ct zone set " + std::to_string(s.ct_zone);
+  const bool tproxy = s.tproxy_port != 0;
+  std::string zone = " ct zone set " + std::to_string(s.ct_zone);
+  if (tproxy) zone += " " + set_mark(s, s.mark_channel);
   const std::string native =
       "    ip daddr . udp sport . udp dport @routed4 return\n"
       "    ip6 daddr . udp sport . udp dport @routed6 return\n";
-  o << "  chain zone_out {\n    type filter hook output priority raw; policy accept;\n"
-    << native << "    oifname \"" << s.channel_interface << "\"" << zone << "\n  }\n"
-    << "  chain zone_forward {\n    type filter hook prerouting priority raw; policy accept;\n"
-    << "    iifname \"" << s.channel_interface << "\"" << zone << " return\n"
-    << "    fib daddr type local return\n" << native;
+  o << "  chain zone_out {\n    type filter hook output priority raw; policy accept;\n";
+  if (tproxy) {
+    o << "    fib saddr type != local fib daddr type != local ct zone set " << s.ct_zone << "\n";
+  } else {
+    o << native << "    oifname \"" << s.channel_interface << "\"" << zone << "\n";
+  }
+  o << "  }\n  chain zone_forward {\n    type filter hook prerouting priority raw; policy accept;\n";
+  if (tproxy) {
+    o << "    meta iif lo return\n";
+  } else {
+    o << "    iifname \"" << s.channel_interface << "\"" << zone << " return\n";
+  }
+  o << "    fib daddr type local return\n" << native;
   auto to_main = [&](const std::vector<std::string>& v4, const std::vector<std::string>& v6) {
     if (!v4.empty()) o << "    ip daddr " << addr_set(v4) << " return\n";
     if (!v6.empty()) o << "    ip6 daddr " << addr_set(v6) << " return\n";
@@ -470,18 +486,39 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
   }
   o << "  chain routed_out {\n    type route hook output priority mangle; policy accept;\n";
   rules();
+  // A forwarding host: the proxy's answers to a LAN host (from the server's address to the
+  // LAN's) leave for the LAN by the main table (TCP's would meet the routing rules' TCP rule
+  // and loop back to the proxy), counted.
+  const bool lan_proxy = tproxy && s.forwarded_zone;
+  if (lan_proxy) o << "    fib saddr type != local fib daddr type != local goto from_proxy_lan\n";
   // (The route is known on output: the routing rules chose it before this hook.)
   if (tproxy) o << "    meta oif lo fib daddr type != local goto to_proxy_out\n";
   o << "  }\n  chain routed_forward {\n"
        "    type filter hook prerouting priority mangle; policy accept;\n";
   rules();
+  // A LAN host's channel packets, marked by zone_forward: to the proxy's socket.
+  if (lan_proxy) {
+    o << "    meta mark & " << hex(s.mark_mask) << " == " << hex(s.mark_channel)
+      << " goto to_proxy_lan\n";
+  }
   if (tproxy) {
     o << "    meta iif lo fib daddr type != local goto to_proxy\n"
          "    meta iif lo fib saddr type != local goto from_proxy\n";
   }
   o << "  }\n";
   if (tproxy) tproxy_chains(o, s);
-  if (s.forwarded_zone && !tproxy) forwarded_zone_chains(o, s);
+  if (lan_proxy) {
+    // Copies with a prefix: a LAN host's packets are seen at prerouting and the proxy's
+    // answers on output, the reverse of the host's own (RoutedPath::observe).
+    const std::string ports = port_set(s.quic_ports);
+    o << "  chain to_proxy_lan {\n    counter name \"channel_out\"\n"
+         "    meta l4proto udp th dport " << ports << " log prefix \"" << kLogPrefixOut
+      << "\" group " << s.log_group << "\n    goto to_proxy\n  }\n"
+         "  chain from_proxy_lan {\n    counter name \"channel_in\"\n"
+         "    meta l4proto udp th sport " << ports << " @th,64,1 1 log prefix \"" << kLogPrefixIn
+      << "\" group " << s.log_group << "\n    " << set_mark(s, s.mark_native) << "\n  }\n";
+  }
+  if (s.forwarded_zone) forwarded_zone_chains(o, s);
   o << "}\n";
 }
 

@@ -135,6 +135,11 @@ std::string delete_table_text(std::string_view table);
 // has none — never native. The proxy client's answers come back on lo from the server's
 // address (not local): counted (channel_in), the server's long headers copied.
 //
+// The log prefixes of copies whose direction their hook does not tell (a tproxy channel's
+// LAN hosts: outbound copies at prerouting, inbound ones on output).
+inline constexpr const char* kLogPrefixOut = "qs-out";
+inline constexpr const char* kLogPrefixIn = "qs-in";
+
 // The chains whose packets go to the inbound queue (queue_inbound): each ends with an xt
 // NFQUEUE rule that the daemon appends over netlink after `nft -f` (nft_queue_rules.hpp).
 std::vector<std::string> inbound_queue_chains(const RulesetSpec& spec);

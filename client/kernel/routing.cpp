@@ -68,6 +68,12 @@ std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec&
     const std::vector<std::string>* exempt = f.exempt;
     const std::vector<std::string>* native = f.native;
     if (!source->empty()) cmds.push_back(routed_channel_route(s, fam, *source));
+    if (s.forwarded_mark != 0) {
+      cmds.push_back({"ip", fam, "route", "replace", "local", "default", "dev", "lo", "table",
+                      std::to_string(s.table)});
+      cmds.push_back({"ip", fam, "rule", "add", "fwmark", mark_text(s.forwarded_mark, s.mark_mask),
+                      "lookup", std::to_string(s.table), "priority", std::to_string(s.priority)});
+    }
     // The flows moved native (their packets marked by the routed table's chains).
     cmds.push_back({"ip", fam, "rule", "add", "fwmark", mark_text(s.native_mark, s.mark_mask),
                     "lookup", "main", "priority", std::to_string(s.flow_priority())});
@@ -147,6 +153,9 @@ int remove_routing(const RoutingSpec& s) {
   }
   for (const char* fam : {"-4", "-6"}) {
     net::run_process({"ip", fam, "route", "flush", "table", std::to_string(s.routed_table)});
+    if (s.forwarded_mark != 0) {
+      net::run_process({"ip", fam, "route", "flush", "table", std::to_string(s.table)});
+    }
   }
   return removed;
 }

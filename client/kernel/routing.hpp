@@ -47,6 +47,11 @@ struct RoutingSpec {
   // proxy client's socket, nft_rules.hpp), still with the native source address: `default
   // dev lo` for IPv4, `local default dev lo` for IPv6 (routed_channel_route).
   bool channel_local = false;
+  // A tproxy channel on a forwarding host: the LAN's channel packets carry this mark (nft's
+  // zone_forward chain, nft_rules.hpp) and are delivered locally to the proxy's socket: a
+  // rule at `priority` to `table`, whose routes are `local default dev lo` (an IPv4 packet
+  // that tproxy gave a socket is dropped when routed on). 0: none.
+  std::uint32_t forwarded_mark = 0;
 
   // The native flows' rule's priority, then the routed rules' (flow_priority + 1 ..).
   std::uint32_t flow_priority() const { return priority + 20; }

@@ -65,15 +65,15 @@ def chromium_fetch(workdir, name, url, spki, flags, timeout=20):
 
 
 def gtlsclient_fetch(workdir, name, host, timeout=8, resource="index.html", size=None,
-                     address=None):
+                     address=None, netns="qs-client"):
     """gtlsclient fetches /resource from host:443 (a name: it resolves through the client's
-    resolver and sends it as SNI; with `address`, it connects there and sends host as SNI);
-    returns (ok, seconds). With `size`, ok means the file arrived whole; else that it is the
-    test page."""
+    resolver and sends it as SNI; with `address`, it connects there and sends host as SNI),
+    in `netns`; returns (ok, seconds). With `size`, ok means the file arrived whole; else
+    that it is the test page."""
     out = os.path.join(workdir, f"dl-{name}")
     os.makedirs(out, exist_ok=True)
     target = [f"--sni={host}", address] if address else [host]
-    argv = ["ip", "netns", "exec", "qs-client", "timeout", "-k", "2", str(timeout), "gtlsclient", "--quiet",
+    argv = ["ip", "netns", "exec", netns, "timeout", "-k", "2", str(timeout), "gtlsclient", "--quiet",
             "--exit-on-all-streams-close", f"--download={out}", *target, "443",
             f"https://{host}/{resource}"]
     t0 = time.time()

@@ -121,3 +121,45 @@ def native_packets_by_rule(netns):
 
 def cleanup_dir(path):
     shutil.rmtree(path, ignore_errors=True)
+
+
+# A LAN host behind the client, for the tests of a router's LAN (deleted by name).
+LAN_NS = "qs-lan"
+LAN_V4, LAN_V6 = "198.18.200.2", "2001:db8:200::2"
+
+
+def lan_host(test, client_ns, uplink):
+    """A LAN host behind the client, which then forwards and masquerades the LAN on its
+    native link `uplink`, as a home router does: namespace LAN_NS on a veth to the client,
+    198.18.200.0/24 and 2001:db8:200::/64. Removed (namespace, NAT table, forwarding off) by
+    the test's cleanup."""
+    def run(netns, *cmd):
+        subprocess.run(["ip", "netns", "exec", netns, *cmd], check=True, timeout=10)
+
+    def remove():
+        subprocess.run(["ip", "netns", "del", LAN_NS], capture_output=True)
+        subprocess.run(["ip", "netns", "exec", client_ns, "nft", "delete", "table", "inet",
+                        "qsd_test_lan"], capture_output=True)
+        subprocess.run(["ip", "netns", "exec", client_ns, "sysctl", "-qw",
+                        "net.ipv4.ip_forward=0", "net.ipv6.conf.all.forwarding=0"],
+                       capture_output=True)
+    remove()  # left by an interrupted run
+    test.addCleanup(remove)
+    subprocess.run(["ip", "netns", "add", LAN_NS], check=True)
+    run(client_ns, "ip", "link", "add", "to-lan", "type", "veth", "peer", "name", "lan0",
+        "netns", LAN_NS)
+    for netns, dev, v4, v6 in ((client_ns, "to-lan", "198.18.200.1", "2001:db8:200::1"),
+                               (LAN_NS, "lan0", LAN_V4, LAN_V6)):
+        run(netns, "ip", "addr", "add", f"{v4}/24", "dev", dev)
+        run(netns, "ip", "-6", "addr", "add", f"{v6}/64", "dev", dev, "nodad")
+        run(netns, "ip", "link", "set", dev, "up")
+    run(LAN_NS, "ip", "link", "set", "lo", "up")
+    run(LAN_NS, "ip", "route", "add", "default", "via", "198.18.200.1")
+    run(LAN_NS, "ip", "-6", "route", "add", "default", "via", "2001:db8:200::1")
+    run(client_ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+    nat = ("table inet qsd_test_lan {\n chain post {\n"
+           "  type nat hook postrouting priority srcnat; policy accept;\n"
+           f'  oifname "{uplink}" ip saddr 198.18.200.0/24 masquerade\n'
+           f'  oifname "{uplink}" ip6 saddr 2001:db8:200::/64 masquerade\n }}\n}}\n')
+    subprocess.run(["ip", "netns", "exec", client_ns, "nft", "-f", "-"], input=nat, text=True,
+                   check=True)

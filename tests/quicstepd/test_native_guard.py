@@ -23,6 +23,7 @@ SINK = f"""table netdev qs_ng_sink {{
   counter n_dns {{}}
   counter n_tcp {{}}
   counter n_other {{}}
+  counter n_dns_answer {{}}
   chain in {{
     type filter hook ingress device "{VB}" priority 0; policy accept;
     udp dport 443 @th,64,1 1 counter name n_long
@@ -30,6 +31,7 @@ SINK = f"""table netdev qs_ng_sink {{
     udp dport 53 counter name n_dns
     meta l4proto tcp counter name n_tcp
     udp dport 5000 counter name n_other
+    udp sport 53 counter name n_dns_answer
   }}
 }}
 table inet qs_ng_sink_in {{
@@ -58,10 +60,13 @@ if kind == "tcp":
 s = socket.socket(af, socket.SOCK_DGRAM)
 if kind.startswith("watch"):
     s.bind(("" , 40000))
-port = {"dns": 53, "other": 5000}.get(kind, 443)
+if kind == "dns_answer":  # a resolver's answer, from port 53
+    s.bind(("", 53))
+port = {"dns": 53, "other": 5000, "dns_answer": 5353}.get(kind, 443)
 s.connect((dst, port))
 payload = {"short": b"\x40" + b"s" * 1199, "long": b"\xc0\x00\x00\x00\x01" + b"l" * 1195,
            "empty": b"", "dns": b"\x12\x34" + b"q" * 30, "other": b"\xc0" * 100,
+           "dns_answer": b"\x12\x34\x81\x80" + b"a" * 30,
            "watch": b"\x40" + b"w" * 99}
 if kind.startswith("gso"):
     s.setsockopt(socket.SOL_UDP, 103, 1200)  # UDP_SEGMENT
@@ -242,16 +247,25 @@ class NativeGuard(unittest.TestCase):
         self.assertGreaterEqual(g["drop_tcp"], 2)
 
     def test_native_prefix_lets_handshakes_pass_but_not_dns(self):
+        """A LAN's prefix: handshakes and TCP pass, DNS queries never do; answers from a
+        resolver on this host (port 53) pass to the prefix only (a router's LAN)."""
+        self.attach("--native-prefix", ADDR[4][1] + "/32")
+        self.send(4, "dns_answer", 1)
+        self.send(6, "dns_answer", 1)  # not in the prefixes: dropped
+        self.assertEqual(self.arrived()["dns_answer"], 1)
+        tool("--netns", A, "remove", VA)
         self.attach("--native-prefix", ADDR[4][1] + "/32", "--native-prefix", "2001:db8:249::/64")
         for fam in (4, 6):
             self.send(fam, "long", 1)
             self.send(fam, "tcp", 1)
             self.send(fam, "dns", 1)
+            self.send(fam, "dns_answer", 1)
         got = self.arrived()
         print(f"\n[guard prefixes] arrived {got}")
         self.assertEqual(got["long"], 2)
         self.assertGreaterEqual(got["tcp"], 2)
         self.assertEqual(got["dns"], 0)
+        self.assertEqual(got["dns_answer"], 1 + 2)
 
     def test_gso_batch_with_a_long_header_segment_is_dropped(self):
         self.attach()

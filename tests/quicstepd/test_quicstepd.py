@@ -1055,43 +1055,10 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual({dev: read(dev) for dev in devices}, {dev: "1" for dev in devices},
                          "the devices' values are not back")
 
-    LAN_NS = "qs-lan"  # a host behind the client, for test_18 only (deleted by name)
-    LAN_V4, LAN_V6 = "198.18.200.2", "2001:db8:200::2"
+    LAN_NS, LAN_V4, LAN_V6 = h.LAN_NS, h.LAN_V4, h.LAN_V6
 
     def lan_host(self):
-        """A LAN host behind the client (which then forwards, and masquerades the LAN on its
-        native link, as a home router does): namespace LAN_NS on a veth to the client."""
-        ns, uplink = self.client_ns, self.lab["client"]["native"]["interface"]
-
-        def run(netns, *cmd):
-            subprocess.run(["ip", "netns", "exec", netns, *cmd], check=True, timeout=10)
-
-        def remove():
-            subprocess.run(["ip", "netns", "del", self.LAN_NS], capture_output=True)
-            subprocess.run(["ip", "netns", "exec", ns, "nft", "delete", "table", "inet",
-                            "qsd_test_lan"], capture_output=True)
-            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=0",
-                            "net.ipv6.conf.all.forwarding=0"], capture_output=True)
-        remove()  # left by an interrupted run
-        self.addCleanup(remove)
-        subprocess.run(["ip", "netns", "add", self.LAN_NS], check=True)
-        run(ns, "ip", "link", "add", "to-lan", "type", "veth", "peer", "name", "lan0", "netns",
-            self.LAN_NS)
-        for netns, dev, v4, v6 in ((ns, "to-lan", "198.18.200.1", "2001:db8:200::1"),
-                                   (self.LAN_NS, "lan0", self.LAN_V4, self.LAN_V6)):
-            run(netns, "ip", "addr", "add", f"{v4}/24", "dev", dev)
-            run(netns, "ip", "-6", "addr", "add", f"{v6}/64", "dev", dev, "nodad")
-            run(netns, "ip", "link", "set", dev, "up")
-        run(self.LAN_NS, "ip", "link", "set", "lo", "up")
-        run(self.LAN_NS, "ip", "route", "add", "default", "via", "198.18.200.1")
-        run(self.LAN_NS, "ip", "-6", "route", "add", "default", "via", "2001:db8:200::1")
-        run(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
-        nat = ("table inet qsd_test_lan {\n chain post {\n"
-               "  type nat hook postrouting priority srcnat; policy accept;\n"
-               f'  oifname "{uplink}" ip saddr 198.18.200.0/24 masquerade\n'
-               f'  oifname "{uplink}" ip6 saddr 2001:db8:200::/64 masquerade\n }}\n}}\n')
-        subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=nat, text=True,
-                       check=True)
+        h.lan_host(self, self.client_ns, self.lab["client"]["native"]["interface"])
 
     def test_18_lan_host_behind_the_client(self):
         """A router's LAN host: its packets are forwarded, never seen on output. Its DNS and

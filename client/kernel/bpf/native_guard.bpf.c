@@ -225,7 +225,13 @@ static __noinline int ng_egress_generic(struct __sk_buff *skb) {
   if (bpf_skb_load_bytes_relative(skb, p.l4_offset, ports, sizeof ports, BPF_HDR_START_NET))
     return ng_drop(p.protocol == IPPROTO_TCP ? NG_DROP_TCP : NG_DROP_LONG, skb);
   __u16 sport = bpf_ntohs(ports[0]), dport = bpf_ntohs(ports[1]);
-  if (sport == NG_DNS_PORT || dport == NG_DNS_PORT) return ng_drop(NG_DROP_DNS, skb);
+  if (sport == NG_DNS_PORT || dport == NG_DNS_PORT) {
+    /* An answer from a resolver on this host (or a transparent proxy's, from the server's
+     * address) to a LAN host in the native prefixes: no name leaves for the censor. A query
+     * never passes: DNS to the prefixes takes the channel (a LAN resolver forwards). */
+    if (dport != NG_DNS_PORT && ng_native_prefix(p.daddr)) return TC_ACT_UNSPEC;
+    return ng_drop(NG_DROP_DNS, skb);
+  }
   if (p.protocol == IPPROTO_TCP) {
     if (ng_native_prefix(p.daddr)) return TC_ACT_UNSPEC;
     return ng_drop(NG_DROP_TCP, skb);

@@ -559,6 +559,27 @@ TEST(ClassifierNativeReport, QuietAtTheBoundIsJudgedByLaterReports) {
   EXPECT_EQ(h.c.find_flow(key4(6203))->state, FlowState::failed);
 }
 
+// The routed path's copies of channel packets (outbound_copy) are decided as outbound ones
+// but took the channel: a moved flow's packets copied before its element took effect are no
+// native evidence. Counted as native, two copies and one native ACK (which a server never
+// answers) failed a quiet flow at the bound (a LAN host's short fetch through the proxy).
+TEST(ClassifierNativeReport, CopiesFromTheChannelAreNoNativeEvidence) {
+  Harness h;
+  h.handshake(6205, 0ms, 10ms);
+  const auto copy = [&](Duration t) {
+    return h.c.classify(out4(6205, short_header()), Direction::outbound_copy, at(t));
+  };
+  EXPECT_EQ(copy(20ms).path, Path::native);  // the move
+  EXPECT_EQ(copy(21ms).path, Path::native);  // before the element: still on the channel
+  h.c.native_report(key4(6205), 1, Timestamp{}, at(200ms));  // one native packet, quiet
+  h.c.on_expiry(at(220ms));
+  EXPECT_EQ(h.c.find_flow(key4(6205))->state, FlowState::native_pending);
+  EXPECT_EQ(h.c.find_flow(key4(6205))->native_packets, 1u);
+  EXPECT_EQ(h.c.find_flow(key4(6205))->channel_packets, 3u);  // the Initial and two copies
+  EXPECT_EQ(h.c.counters().failed_back, 0u);
+  EXPECT_EQ(h.c.counters().quiet_at_bound, 1u);
+}
+
 TEST(ClassifierNativeReport, ReportsKeepAFlowAliveAndIgnoreUnknownFlows) {
   Policy p;
   p.flows.idle_timeout = 1s;

@@ -600,12 +600,42 @@ TEST(NftRulesRouted, AForwardingHostKeepsTheChannelInAZoneOfItsOwn) {
     ASSERT_NE(next, std::string::npos) << rule << "\n" << fwd;
     at = next + rule.size();
   }
-  // A tproxy channel has no device to tell its answers by: no zone chains.
-  s.tproxy_port = 1081;
+}
+
+// A tproxy channel on a forwarding host: a LAN host's channel packets get the zone and
+// mark_channel (routed to the proxy's socket), are handed to the proxy at prerouting and
+// copied with the outbound prefix; the proxy's answers to them take the main table, in the
+// zone, copied with the inbound prefix. Without forwarding none of it.
+TEST(NftRulesRouted, ATproxyChannelTakesALanHostsPacketsWhenForwarding) {
+  RulesetSpec s;
   s.channel_interface = "lo";
-  s.stateless = false;
   s.nat = false;
+  s.routed = true;
+  s.tproxy_port = 1081;
+  s.log_group = 7;
+  s.ct_zone = 7;
+  ASSERT_EQ(failure_text(check_spec(s)), "");
   EXPECT_FALSE(has(ruleset_text(s), "ct zone"));
+  EXPECT_FALSE(has(ruleset_text(s), "to_proxy_lan"));
+  s.forwarded_zone = true;
+  const std::string t = ruleset_text(s);
+  const std::string channel = " ct zone set 7 meta mark set meta mark & 0xffffff00 | 0x51";
+  const std::string fwd = chain(t, "zone_forward");
+  EXPECT_TRUE(has(fwd, "meta iif lo return")) << fwd;  // the host's own, looped back
+  EXPECT_TRUE(has(fwd, "meta l4proto tcp" + channel + " return")) << fwd;
+  EXPECT_TRUE(has(fwd, "udp dport 443" + channel)) << fwd;
+  EXPECT_TRUE(has(chain(t, "zone_out"),
+                  "fib saddr type != local fib daddr type != local ct zone set 7"));
+  const std::string pre = chain(t, "routed_forward");
+  EXPECT_LT(pre.find("@routed4"), pre.find("meta mark & 0xff == 0x51 goto to_proxy_lan")) << pre;
+  const std::string to = chain(t, "to_proxy_lan");
+  EXPECT_TRUE(has(to, "log prefix \"qs-out\" group 7")) << to;
+  EXPECT_TRUE(has(to, "goto to_proxy")) << to;
+  const std::string out = chain(t, "routed_out");
+  EXPECT_LT(out.find("goto from_proxy_lan"), out.find("goto to_proxy_out")) << out;
+  const std::string from = chain(t, "from_proxy_lan");
+  EXPECT_TRUE(has(from, "log prefix \"qs-in\" group 7")) << from;
+  EXPECT_TRUE(has(from, "meta mark set meta mark & 0xffffff00 | 0x52")) << from;
 }
 
 }  // namespace

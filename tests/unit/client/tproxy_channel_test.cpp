@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <string>
@@ -133,6 +134,32 @@ TEST(TproxyChannel, TheChannelRouteGoesThroughLoWithTheNativeSource) {
   r.channel_interface = "qs-wg0";
   EXPECT_EQ(joined(routed_channel_route(r, "-4", "198.18.1.3")),
             "ip -4 route replace default dev qs-wg0 src 198.18.1.3 table 51821");
+}
+
+// A forwarding host's LAN packets for the proxy carry forwarded_mark: a rule ahead of the
+// routed ones sends them to the channel table, whose local routes deliver them to the
+// proxy's socket (routed on, a packet tproxy gave a socket is dropped).
+TEST(TproxyChannel, ALanHostsChannelPacketsAreDeliveredLocally) {
+  RoutingSpec r = tproxy_routing("198.18.1.2");
+  r.forwarded_mark = 0x51;
+  std::vector<std::string> lines;
+  for (const auto& c : routed_routing_commands(r)) {
+    if (c[1] == "-4") lines.push_back(joined(c));
+  }
+  const auto at = [&](const std::string& line) {
+    return std::find(lines.begin(), lines.end(), line) - lines.begin();
+  };
+  const auto route = at("ip -4 route replace local default dev lo table 51820");
+  const auto rule = at("ip -4 rule add fwmark 0x51/0xff lookup 51820 priority 10100");
+  ASSERT_LT(route, std::ssize(lines));
+  ASSERT_LT(rule, std::ssize(lines));
+  EXPECT_LT(route, rule);  // the route before the rule that leads to it
+  EXPECT_LT(r.priority, r.flow_priority());  // ahead of every routed rule
+  bool at_priority = false;
+  for (const auto& [p, n] : routing_rule_priorities(r, "-4")) at_priority |= p == r.priority;
+  EXPECT_TRUE(at_priority) << "the healing check must expect the rule";
+  r.forwarded_mark = 0;
+  for (const auto& c : routed_routing_commands(r)) EXPECT_NE(c.back(), "10100") << joined(c);
 }
 
 // A stand-in for the proxy client's sockets: IP_TRANSPARENT, bound to 127.0.0.1:port.
