@@ -48,13 +48,14 @@ def start_server(procs, lab, work):
 
 
 def start_clients(procs, lab, server, work):
-    """ss-redir -u at 127.0.0.1:1080 and [::1]:1080 on the client. Returns the processes."""
+    """ss-redir -u -T (UDP and TCP by TPROXY) at 127.0.0.1:1080 and [::1]:1080 on the client.
+    Returns the processes."""
     ns = lab["client"]["netns"]
     out = []
     for bind in ("127.0.0.1", "::1"):
         log = os.path.join(work, f"ss-redir-{bind.replace(':', '')}-{time.time():.3f}.log")
         p = procs.start(ns, ["ss-redir", "-s", server, "-p", str(PORT), "-b", bind, "-l",
-                             str(PROXY_PORT), "-k", KEY, "-m", METHOD, "-u", "-t", "120"], log)
+                             str(PROXY_PORT), "-k", KEY, "-m", METHOD, "-u", "-T", "-t", "120"], log)
         wait_bound(ns, "u", bind, PROXY_PORT, p)
         wait_bound(ns, "t", bind, PROXY_PORT, p)
         out.append(p)

@@ -610,18 +610,27 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         lookup = subprocess.run(["ip", "netns", "exec", qsd.LAN_NS, "dig", "+short", "+tries=2",
                                  "+time=3", f"@{resolver}", "blocked.test"],
                                 capture_output=True, text=True, timeout=20)
+        truth = subprocess.run(["ip", "netns", "exec", self.lab["dns"]["netns"], "dig", "+short",
+                                f"@{resolver}", "blocked.test"], capture_output=True, text=True,
+                               timeout=20).stdout.split()
+        tcp = subprocess.run(["ip", "netns", "exec", qsd.LAN_NS, "curl", "-4", "-sS", "-k",
+                              "--max-time", "10", "--resolve", f"blocked.test:443:{address}",
+                              "https://blocked.test/"], capture_output=True, text=True, timeout=20)
         shares = self.bulk_both_families("tp-lan-bulk", proxy, "tproxy channel, a LAN host",
                                          netns=qsd.LAN_NS)
         st = self.daemon_status()
         fired = sorted({d["rule"] for d in self.blocks()})
         self.print_fetches(results, "tproxy channel, a LAN host")
-        print(f"[tproxy channel, a LAN host] lookup {lookup.stdout.strip()!r}; channel "
+        print(f"[tproxy channel, a LAN host] lookup {lookup.stdout.strip()!r}; TCP "
+              f"{'ok' if 's_server' in tcp.stdout else 'FAILED'}; channel "
               f"{st['channel']}; watchdog {st['watchdog']}; censor rules fired {fired}")
         self.assertEqual([r for r in results if not r[1]], [], "every fetch must succeed")
         self.assertEqual([r for r in fired if r != "wireguard"], [],
                          "the censor saw a blocked name")
-        self.assertTrue(set(lookup.stdout.split()) & set(srv["v4"]),  # blocked.test's record
-                        f"the lookup was not answered truly: {lookup.stdout!r}")
+        self.assertTrue(truth and lookup.stdout.split() == truth,
+                        f"the lookup was not answered truly: {lookup.stdout!r}, not {truth}")
+        self.assertIn("s_server", tcp.stdout, f"HTTPS over TCP through the proxy: {tcp.stderr}")
+        self.assertEqual(st["watchdog"]["failed_back"], 0, "a LAN flow failed back")
         for family, (ok, share, bad) in shares.items():
             self.assertTrue(ok, f"the 10 MB fetch over {family}")
             self.assertEqual(bad[:5], [], f"leaked on the native link ({family})")
