@@ -61,7 +61,7 @@ void check_fast_path(Bytes packet) {
 
 void check_decisions(Bytes packet, Direction dir, Decision s, Decision d) {
   check(s.path != Path::drop && d.path != Path::drop);
-  if (dir != Direction::outbound) {
+  if (dir != Direction::outbound && dir != Direction::outbound_copy) {
     check(s.path == Path::native && d.path == Path::native);
     return;
   }
@@ -95,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const std::uint8_t control = data[0];
   const Bytes packet(data + 1, size - 1);
-  const auto dir = static_cast<Direction>((control & 3) == 3 ? 0 : control & 3);
+  const auto dir = static_cast<Direction>(control & 3);  // outbound_copy is 3
   now_ns += std::int64_t{control >> 3} * 1'000'000;
   const Timestamp now{now_ns};
   check_fast_path(packet);

@@ -1066,11 +1066,14 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         leave natively), and a flow moved native must meet the router's masquerade (the
         routed path let it leave with the LAN address, and the 10 MB fetch got 0 bytes):
         the routed path keeps a forwarding host's channel packets in a conntrack zone of
-        their own, so a moved flow starts a new entry that NAT sees. The queue path keeps
-        the LAN's flows on the channel."""
-        self.lan_host()
-        cn, native, cp, channel = self.captures("lan")
+        their own, so a moved flow starts a new entry that NAT sees (here switched on while
+        the daemon runs). The queue path keeps the LAN's flows on the channel."""
+        # The daemon first, then the host starts forwarding (connection sharing switched on):
+        # the routed path's zone rules come with its next device check (2 s).
         d = self.start_daemon()
+        self.lan_host()
+        time.sleep(2.5)
+        cn, native, cp, channel = self.captures("lan")
         took = {}
         for srv in (self.srv_v4, self.srv_v6):
             out_dir = os.path.join(self.work, f"lan-{srv}")
