@@ -263,7 +263,10 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
             time.sleep(0.05)
         outage = [gtlsclient_fetch(WORKDIR, f"kill-during-{i}", "blocked.test", timeout=4)
                   for i in range(3)]
-        self.assertEqual(self.blocks(), [], "the censor saw a name while the tunnel was dead")
+        # (The lab's own WireGuard re-handshakes every 2 minutes and meets the WireGuard
+        # block: not a name; the other tests filter that rule out too.)
+        self.assertEqual([d for d in self.blocks() if d["rule"] != "wireguard"], [],
+                         "the censor saw a name while the tunnel was dead")
         self.assertEqual([r for r in outage if r[0]], [],
                          "a fetch succeeded with the tunnel dead: the outage was not real")
         t0 = time.time()
