@@ -339,10 +339,9 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         print(f"\n[v6] {took:.2f}s, native share {share:.4f} ({nat_b} / {ch_b})")
         self.assertGreaterEqual(share, 0.95)
 
-    def test_5_server_ignores_new_address_watchdog_falls_back(self):
-        # The server drops everything from the client's native addresses: a server that
-        # ignores packets from a new address. The watchdog must bring the flow back to the
-        # channel, the fetch must complete, and the destination must stay on the channel.
+    def server_ignores_native_addresses(self):
+        """The server drops every QUIC packet from the client's native IPv4 addresses (a
+        server that ignores a new address), until the test ends."""
         addrs = ", ".join(a for a in self.client_native if ":" not in a)
         rules = ("table inet qsd_test_ignore {\n chain in {\n"
                  "  type filter hook input priority 0; policy accept;\n"
@@ -351,6 +350,12 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
                        text=True, check=True)
         self.addCleanup(subprocess.run, ["ip", "netns", "exec", self.srv_ns, "nft", "delete",
                                          "table", "inet", "qsd_test_ignore"], check=False)
+
+    def test_5_server_ignores_new_address_watchdog_falls_back(self):
+        # The server drops everything from the client's native addresses: a server that
+        # ignores packets from a new address. The watchdog must bring the flow back to the
+        # channel, the fetch must complete, and the destination must stay on the channel.
+        self.server_ignores_native_addresses()
         cn, native, cp, channel = self.captures("ignore")
         self.start_daemon()
         took_first = self.fetch(self.srv_v4, "ignore-1")
@@ -1119,14 +1124,7 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         the router's masquerade, under the router's address: before the daemon watched that
         key too, the flow stayed quiet at the bound and the fetch stalled: 35 KB in 30 s)."""
         self.lan_host()
-        addrs = ", ".join(a for a in self.client_native if ":" not in a)
-        rules = ("table inet qsd_test_ignore {\n chain in {\n"
-                 "  type filter hook input priority 0; policy accept;\n"
-                 f"  ip saddr {{ {addrs} }} udp dport 443 drop\n }}\n}}\n")
-        subprocess.run(["ip", "netns", "exec", self.srv_ns, "nft", "-f", "-"], input=rules,
-                       text=True, check=True)
-        self.addCleanup(subprocess.run, ["ip", "netns", "exec", self.srv_ns, "nft", "delete",
-                                         "table", "inet", "qsd_test_ignore"], check=False)
+        self.server_ignores_native_addresses()
         d = self.start_daemon()
         out_dir = os.path.join(self.work, "lan-ignore")
         t0 = time.time()
