@@ -218,10 +218,12 @@ class TunEnginePaths(base.TunEngineLab):
             code = fetch.wait(100)
         finally:
             up2.restore_first()
-        if code != 0:  # the application's route then (for the stall, not yet understood)
+        size = os.path.getsize(path) if os.path.exists(path) else 0
+        if code != 0 or size != base.SIZE_MB * 1_000_000:  # (the stall, not yet understood)
             route = subprocess.run(["ip", "netns", "exec", self.ns, "ip", "-d", "route", "get",
                                     self.srv_v4], capture_output=True, text=True).stdout
-            print(f"\n[network change failed] route to the server now: {route.strip()}")
+            print(f"\n[network change failed at {size} bytes, exit {code}] route to the "
+                  f"server now: {route.strip()}; engine status {self.status()}")
         self.assertEqual(code, 0, "the fetch failed across the network change")
         self.assert_downloaded(out_dir)
         time.sleep(1)
