@@ -206,6 +206,8 @@ class TunEnginePaths(base.TunEngineLab):
         native2 = os.path.join(self.work, "netchange-native2.pcap")
         cn2 = h.start_capture(self.procs, self.censor_ns, uplink.ROUTER_IF, native2)
         engine = self.start_engine()
+        tunpcap = os.path.join(self.work, "netchange-tun.pcap")
+        cntun = h.start_capture(self.procs, self.ns, "qst0", tunpcap)
         out_dir, cmd = self.fetch_cmd(self.srv_v4, "netchange")
         fetch = self.procs.start(self.ns, cmd, os.path.join(self.work, "netchange-fetch.log"))
         path = os.path.join(out_dir, f"{base.SIZE_MB}M.bin")
