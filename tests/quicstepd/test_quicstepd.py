@@ -463,18 +463,24 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         print(f"\n[permissive] {took:.2f}s, client->server channel bytes {ch_b}, native {nat_b}")
         self.assertGreater(nat_b, SIZE_MB * 900_000)
 
+    def big_page(self):
+        """A SIZE_MB HTML page for Chromium (htdocs/big.html, ending in its marker), and the
+        profile directory and certificate hash Chromium runs with: (home, spki)."""
+        page = os.path.join(self.work, "htdocs", "big.html")
+        if not os.path.exists(page):
+            with open(page, "w") as f:
+                f.write("<html><body><pre>")
+                line = "QUICstep " * 11 + "\n"
+                f.write(line * (SIZE_MB * 1000 * 1000 // len(line)))
+                f.write('</pre><p id="marker">QUICstep big page</p></body></html>\n')
+        home = os.path.join(self.work, "chrome-home")
+        os.makedirs(home, exist_ok=True)
+        return home, certs.spki_hash(os.path.join(self.work, "cert.pem"))
+
     def test_8_chromium_connected_sockets(self):
         # A real browser (Chromium's UDP sockets are connected): a 10 MB page over HTTP/3,
         # its name resolved by the system resolver (DNS through the channel).
-        page = os.path.join(self.work, "htdocs", "big.html")
-        with open(page, "w") as f:
-            f.write("<html><body><pre>")
-            line = "QUICstep " * 11 + "\n"
-            f.write(line * (SIZE_MB * 1000 * 1000 // len(line)))
-            f.write('</pre><p id="marker">QUICstep big page</p></body></html>\n')
-        spki = certs.spki_hash(os.path.join(self.work, "cert.pem"))
-        home = os.path.join(self.work, "chrome-home")
-        os.makedirs(home, exist_ok=True)
+        home, spki = self.big_page()
         cn, native, cp, channel = self.captures("chromium")
         self.start_daemon()
         t0 = time.time()
@@ -1139,6 +1145,54 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         if ROUTED:
             self.assertGreaterEqual(st["watchdog"]["failed_back"], 1)
+
+    def test_18c_lan_host_chromium_and_a_deleted_table(self):
+        """A LAN host's Chromium (a peer not ours) loads a 10 MB page over HTTP/3; then another
+        tool deletes quicstepd's table: the daemon puts it back, the forwarding host's zone
+        rules with it, and a LAN fetch moves native again, without a leak."""
+        d = self.start_daemon()
+        self.lan_host()
+        time.sleep(2.5)  # the device check that sees the forwarding
+        home, spki = self.big_page()
+        cn, native, cp, channel = self.captures("lan-chromium")
+        t0 = time.time()
+        res = subprocess.run(
+            ["ip", "netns", "exec", self.LAN_NS,
+             *chromium.command(home, spki, "https://open.test/big.html", 90,
+                               ["--enable-quic", "--origin-to-force-quic-on=open.test:443",
+                                f"--host-resolver-rules=MAP open.test {self.srv_v4}"])],
+            capture_output=True, text=True, timeout=120)
+        took = time.time() - t0
+        before = self.status()["healing"]["pieces"]["nft_table"]
+        subprocess.run(["ip", "netns", "exec", self.client_ns, "nft", "delete", "table", "inet",
+                        "quicstep"], check=True)
+        deadline = time.time() + 8
+        while self.status()["healing"]["pieces"]["nft_table"]["restores"] <= before["restores"]:
+            self.assertLess(time.time(), deadline, "the deleted table was not put back")
+            time.sleep(0.2)
+        out_dir = os.path.join(self.work, "lan-after-delete")
+        fetched = subprocess.run(["ip", "netns", "exec", self.LAN_NS,
+                                  *self.fetch_cmd(self.srv_v4, out_dir)],
+                                 capture_output=True, text=True, timeout=120)
+        self.stop_captures(cn, cp)
+        self.assertIn("QUICstep big page", res.stdout[-2000:], res.stderr[-2000:])
+        self.assert_downloaded(out_dir, fetched)
+        self.assert_clean_exit(d)
+        self.assert_complete(native, channel)
+        npk, cpk = h.inspect(native), h.inspect(channel)
+        lan = {self.LAN_V4, self.LAN_V6}
+        bad = h.leaks(npk, self.client_native | self.tunnel_addrs | lan)
+        self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the native link")
+        unnated = [p for p in npk if p.get("src") in lan and p.get("proto") in ("udp", "tcp")]
+        self.assertEqual(unnated[:3], [], "a LAN host's packet left without the router's NAT")
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
+        print(f"\n[LAN host, {'routed' if ROUTED else 'queue'}] Chromium's 10 MB page in "
+              f"{took:.2f}s, then the table deleted and put back, then 10 MB by gtlsclient: "
+              f"native share {share:.4f} ({nat_b} native / {ch_b} channel bytes)")
+        if ROUTED:  # the two flows (Chromium's, gtlsclient's after the heal) moved native
+            self.assertGreaterEqual(share, 0.95)
+        else:
+            self.assertLess(share, 0.05)
 
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,
