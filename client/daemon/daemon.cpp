@@ -118,6 +118,7 @@ struct Daemon::Impl {
   std::uint64_t channel_recreated = 0;  // the channel device came back with a new index
   std::uint64_t channel_readdressed = 0;  // its tunnel addresses changed under the daemon
   std::string readdress_error;  // why following them failed, logged once per change
+  std::string forwarding_error;  // the last failure of check_forwarding, logged once
   // Kernel counters of tables replaced by reloads (a new table starts at zero).
   std::map<std::string, KernelCounter> kernel_base;
   common::Timestamp started = net::monotonic_now();
@@ -405,10 +406,14 @@ void Daemon::Impl::check_forwarding() {
   keep_kernel_counters();
   path->on_table_replaced();
   if (auto installed = rules.install(next); !installed) {
-    spdlog::error("forwarding switched {}: {}; the old rules stay (tried again in 2 s)",
-                  forwards ? "on" : "off", installed.error().message);
+    if (installed.error().message != forwarding_error) {  // once, not every 2 s
+      forwarding_error = installed.error().message;
+      spdlog::error("forwarding switched {}: {}; the old rules stay (tried again every 2 s)",
+                    forwards ? "on" : "off", forwarding_error);
+    }
     return;
   }
+  forwarding_error.clear();
   spec = next;
   spdlog::info("forwarding switched {}: the channel's packets {} conntrack zone {}",
                forwards ? "on" : "off", forwards ? "now in" : "no longer in", spec.ct_zone);
