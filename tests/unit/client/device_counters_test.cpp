@@ -10,22 +10,20 @@
 #include <fstream>
 #include <string>
 
+#include "unit/client/temp_dir_test.hpp"
+
 namespace quicstep::client::daemon {
 namespace {
 
-class DeviceCounters : public ::testing::Test {
+class DeviceCounters : public quicstep::testing::TempDirTest {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/qs-sysfs-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    root_ = dir;
+    TempDirTest::SetUp();
     std::filesystem::create_directories(root_ + "/class/net/tun0/statistics");
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
   void write(const std::string& name, const std::string& text) {
     std::ofstream(root_ + "/class/net/tun0/statistics/" + name) << text;
   }
-  std::string root_;
 };
 
 TEST_F(DeviceCounters, ReadsRxAndTxAsOneEntryWithoutHandshake) {

@@ -1,31 +1,28 @@
 #include "client/kernel/forwarding.hpp"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "unit/client/temp_dir_test.hpp"
+
 namespace quicstep::client::kernel {
 namespace {
 
 // A stand-in for /proc/sys/net: ipv4/ip_forward and ipv6/conf/all/forwarding.
-class SysNet : public ::testing::Test {
+class SysNet : public quicstep::testing::TempDirTest {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/qs-fwd-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    TempDirTest::SetUp();
     std::filesystem::create_directories(root_ + "/ipv4");
     std::filesystem::create_directories(root_ + "/ipv6/conf/all");
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
   void set(const char* v4, const char* v6) {
     std::ofstream(root_ + "/ipv4/ip_forward") << v4 << "\n";
     std::ofstream(root_ + "/ipv6/conf/all/forwarding") << v6 << "\n";
   }
-  std::string root_;
 };
 
 TEST_F(SysNet, EitherFamilyForwardingMakesAForwardingHost) {

@@ -7,18 +7,14 @@
 #include <fstream>
 #include <string>
 
+#include "unit/client/temp_dir_test.hpp"
+
 namespace quicstep::client::kernel {
 namespace {
 
 // A stand-in for /proc/sys/net/ipv4/conf: all/rp_filter and one file per device.
-class ConfDir : public ::testing::Test {
+class ConfDir : public quicstep::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/qs-rpf-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
   void set(const std::string& device, const std::string& value) {
     std::filesystem::create_directories(root_ + "/" + device);
     std::ofstream(root_ + "/" + device + "/rp_filter") << value << "\n";
@@ -28,7 +24,6 @@ class ConfDir : public ::testing::Test {
     std::ifstream(root_ + "/" + device + "/rp_filter") >> v;
     return v;
   }
-  std::string root_;
 };
 
 TEST_F(ConfDir, AStrictDeviceIsLoosenedAndPutBack) {
