@@ -1071,6 +1071,20 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
     def lan_host(self):
         h.lan_host(self, self.client_ns, self.lab["client"]["native"]["interface"])
 
+    def read_lan_captures(self, native, channel):
+        """Both captures of a LAN test, complete and decoded; the native one without a leak
+        from the client or the LAN host, and without a flow's packet that left with the LAN
+        address (ICMP errors the LAN host sends about a channel flow's late packets follow
+        the main table, as the host's own do: not judged here)."""
+        self.assert_complete(native, channel)
+        npk, cpk = h.inspect(native), h.inspect(channel)
+        lan = {self.LAN_V4, self.LAN_V6}
+        bad = h.leaks(npk, self.client_native | self.tunnel_addrs | lan)
+        self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the native link")
+        unnated = [p for p in npk if p.get("src") in lan and p.get("proto") in ("udp", "tcp")]
+        self.assertEqual(unnated[:3], [], "a LAN host's packet left without the router's NAT")
+        return npk, cpk
+
     def test_18_lan_host_behind_the_client(self):
         """A router's LAN host: its packets are forwarded, never seen on output. Its DNS and
         handshakes must take the channel as the host's own do (the queue path let its Initial
@@ -1099,16 +1113,9 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         st = self.status()
         self.stop_captures(cn, cp)
         self.assert_clean_exit(d)
-        self.assert_complete(native, channel)
-        npk, cpk = h.inspect(native), h.inspect(channel)
-        lan = {self.LAN_V4, self.LAN_V6}
-        bad = h.leaks(npk, self.client_native | self.tunnel_addrs | lan)
-        self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the native link")
-        # The flows' own packets (ICMP errors the LAN host sends about a channel flow's late
-        # packets follow the main table, as the host's own do: counted, not judged here).
-        unnated = [p for p in npk if p.get("src") in lan and p.get("proto") in ("udp", "tcp")]
-        self.assertEqual(unnated[:3], [], "a LAN host's packet left without the router's NAT")
-        icmp = sum(1 for p in npk if p.get("src") in lan and p.get("proto") != "udp")
+        npk, cpk = self.read_lan_captures(native, channel)
+        icmp = sum(1 for p in npk if p.get("src") in {self.LAN_V4, self.LAN_V6}
+                   and p.get("proto") != "udp")
         self.assertTrue(any(p.get("dns") for p in cpk), "the LAN host's lookup skipped the channel")
         for srv in (self.srv_v4, self.srv_v6):
             nat_b, ch_b, share = self.native_share(npk, cpk, srv)
@@ -1178,13 +1185,7 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertIn("QUICstep big page", res.stdout[-2000:], res.stderr[-2000:])
         self.assert_downloaded(out_dir, fetched)
         self.assert_clean_exit(d)
-        self.assert_complete(native, channel)
-        npk, cpk = h.inspect(native), h.inspect(channel)
-        lan = {self.LAN_V4, self.LAN_V6}
-        bad = h.leaks(npk, self.client_native | self.tunnel_addrs | lan)
-        self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the native link")
-        unnated = [p for p in npk if p.get("src") in lan and p.get("proto") in ("udp", "tcp")]
-        self.assertEqual(unnated[:3], [], "a LAN host's packet left without the router's NAT")
+        npk, cpk = self.read_lan_captures(native, channel)
         nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
         print(f"\n[LAN host, {'routed' if ROUTED else 'queue'}] Chromium's 10 MB page in "
               f"{took:.2f}s, then the table deleted and put back, then 10 MB by gtlsclient: "
