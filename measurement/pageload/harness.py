@@ -94,6 +94,7 @@ class Batch:
         self.procs = Procs()
         self.rows = []
         self.variants = variants or DEFAULT_VARIANTS
+        self.native_paths = {}  # variant label -> the daemon's native path (its status)
 
     # --- lab --------------------------------------------------------------------------
     def up(self):
@@ -235,6 +236,7 @@ class Batch:
         self._window = (t0, t1)
         if before is not None:
             after = self.qsd_status(mode)
+            self.native_paths.setdefault(mode, after.get("native_path", "?"))
             wd0, wd1 = before["watchdog"], after["watchdog"]
             row["qs_moved_native"] = wd1["moved_native"] - wd0["moved_native"]
             row["qs_confirmed"] = wd1["confirmed"] - wd0["confirmed"]

@@ -119,7 +119,7 @@ def main():
     if not args.report_only:
         if os.geteuid() != 0:
             sys.exit("run_experiments: run as root (network namespaces)")
-        from measurement.pageload import harness
+        from measurement.pageload import batch_record, harness
         done = done_batches(csv_path) if args.skip_done else set()
         for exp, profile, rate, page_names, rounds, variants in plan(args):
             key = (exp, profile, "" if rate is None else str(rate))
@@ -132,6 +132,7 @@ def main():
                 harness.log(f"waiting for the lab lock {LOCK}")
                 fcntl.flock(lock, fcntl.LOCK_EX)
             t0 = time.time()
+            commit, tree = batch_record.source_state()
             corpus = harness.prepare_corpus() if exp == "corpus" else None
             batch = harness.Batch(exp, profile, rate, page_names, rounds, variants=variants,
                                   corpus=corpus)
@@ -144,6 +145,11 @@ def main():
                     fcntl.flock(lock, fcntl.LOCK_UN)
                     lock.close()
             harness.append_csv(csv_path, rows)
+            batch_record.append(os.path.join(args.out, "batches.csv"), {
+                "experiment": exp, "profile": profile, "channel_rate_mbit": key[2],
+                "started_unix": round(t0), "finished_unix": round(time.time()),
+                "rounds": rounds, "commit": commit, "tree": tree,
+                "modes": batch_record.describe_modes(batch.variants, batch.native_paths)})
             harness.log(f"batch {key} done in {time.time() - t0:.0f} s")
     try:
         from measurement.pageload import report
