@@ -6,6 +6,8 @@ import os
 import statistics
 from collections import defaultdict
 
+from measurement.pageload import batch_record
+
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -132,10 +134,8 @@ def write(csv_path, out):
            "over the rounds of one batch; the three modes alternate round by round. TTFB = "
            "responseStart − navigationStart, PLT = domComplete − responseStart (Navigation "
            "Timing, as in the paper). Channel bytes: IP bytes of the WireGuard packets at the "
-           "provider during the load (capture), both directions. The `QUICstep` rows of every "
-           "batch but `paths` were measured before stop 21 (2026-12-01), when quicstepd's "
-           "default native path was the queue path; since then the default is the routed path, "
-           "compared with the queue path in the `paths` batch.", ""]
+           "provider during the load (capture), both directions. Which commit and quicstepd "
+           "config each batch ran: \"What each batch ran\" at the end.", ""]
     failed = [r for r in data.rows if r["ok"] != "1"]
     if failed:
         md += [f"Failed loads ({len(failed)}): " + "; ".join(
@@ -163,6 +163,8 @@ def write(csv_path, out):
     md += proxy_channel(data)
     md += corpus(data, out)
     md += timelines(os.path.join(out, "diagnosis.csv"))
+    md += batch_record.section(data.rows, os.path.join(os.path.dirname(csv_path), "batches.csv"),
+                               RATE_LABEL)
     with open(os.path.join(out, "REPORT.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 
@@ -386,8 +388,9 @@ def diagnosis(data):
           "client–server RTT ms | (QS−VPN) TTFB in RTTs |",
           "|---|---|---|---|---|---|---|---|---|"]
     rtts = profile_rtts()
-    # (The proxy batch has no VPN and no plain QUICstep mode: its own section.)
-    for k4 in sorted({k[:4] for k in data.by if k[0] != "proxy"}):
+    # (The proxy batch has no VPN and no plain QUICstep mode: its own section; the corpus's
+    # pages are summed up in theirs, one row per page would be 200 rows here.)
+    for k4 in sorted({k[:4] for k in data.by if k[0] not in ("proxy", "corpus")}):
         n_t, v_t, q_t = (data.median(k4 + (m,), "ttfb_ms") for m in MODES)
         n_p, _, q_p = (data.median(k4 + (m,), "plt_ms") for m in MODES)
         rtt = rtts.get(k4[1])
