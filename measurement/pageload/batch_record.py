@@ -14,14 +14,20 @@ FIELDS = ["experiment", "profile", "channel_rate_mbit", "started_unix", "finishe
 
 def git(*args):
     r = subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else ""
+    return r.stdout if r.returncode == 0 else ""
+
+
+# What the measured binaries are not built from: a change there leaves them as committed.
+NOT_PRODUCT = ("tests/", "measurement/", "docs/", "scripts/")
 
 
 def source_state():
-    """(commit, 'clean' | 'changed: <paths>') of the tree the binaries were built from."""
-    commit = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    """(commit, 'clean' | 'changed: <paths>'): the HEAD commit, and the product sources
+    (everything but tests, measurement, docs, scripts and Markdown) changed in the tree."""
+    commit = git("rev-parse", "--short=12", "HEAD").strip() or "unknown"
     changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no")
-               .splitlines() if line[3:] and not line[3:].startswith("measurement/pageload/results")]
+               .splitlines() if len(line) > 3]
+    changed = [p for p in changed if not p.startswith(NOT_PRODUCT) and not p.endswith(".md")]
     return commit, ("changed: " + " ".join(changed[:8]) if changed else "clean")
 
 
@@ -57,7 +63,7 @@ def read(path):
 def head_at(unix):
     """The commit at the tip of main at a time (for batches run before the record existed)."""
     return git("rev-list", "-1", "--abbrev-commit", "--abbrev=12", f"--before={int(unix)}",
-               "HEAD")
+               "HEAD").strip()
 
 
 def section(rows, batches_csv, rate_label):
@@ -71,7 +77,8 @@ def section(rows, batches_csv, rate_label):
             float(r["started_unix"]))
     md = ["## What each batch ran", "",
           "From `batches.csv`: the commit the binaries were built from (the release build of "
-          "that tree), whether the tree had uncommitted changes, and quicstepd's native path "
+          "that tree), whether the product's sources had uncommitted changes (tests, "
+          "measurement and docs aside), and quicstepd's native path "
           "as its status reported it, with the config the mode added to the default.", "",
           "| batch | profile | rate | started (UTC) | commit | tree | quicstepd modes |",
           "|---|---|---|---|---|---|---|"]

@@ -24,6 +24,7 @@ import argparse
 import fcntl
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -31,7 +32,11 @@ import time
 from measurement.pageload import harness
 
 LOCK = "/run/qs-helper-lab.lock"
-EXTRA_VARIANTS = {"hold": harness.HOLD_VARIANT, "queue": harness.QUEUE_PATH_VARIANT}
+# quicstepd sending 4.8 KB of lift datagrams after a moved flow's first native packet
+# (client/kernel/lift_datagrams.hpp): credit for the server's anti-amplification limit.
+LIFT_VARIANT = ("QUICstep lift 4800", "QUICstep", "[native_switch]\nlift_bytes = 4800\n")
+EXTRA_VARIANTS = {"hold": harness.HOLD_VARIANT, "queue": harness.QUEUE_PATH_VARIANT,
+                  "lift": LIFT_VARIANT}
 FIELDS = ["profile", "channel_rate_mbit", "page", "mode", "round", "ttfb_ms", "plt_ms",
           "connections", "first_data_ms", "move_ms", "validated_ms", "last_data_ms",
           "kb_before_move", "kb_validating", "kb_total", "cwnd_before", "cwnd_after",
@@ -113,11 +118,16 @@ def timeline(events):
     return out
 
 
-def load_with_qlog(batch, qlog_dir, round_no, label, base, page):
+def load_with_qlog(batch, qlog_dir, round_no, label, base, page, keep=None):
     before = set(os.listdir(qlog_dir))
     row = batch.load(round_no, label, page, base)
     time.sleep(1.5)  # the close, then gtlsserver frees the connection and closes its qlog
     new = [os.path.join(qlog_dir, n) for n in sorted(set(os.listdir(qlog_dir)) - before)]
+    if keep:  # the qlogs kept for a closer look: KEEP/<mode>-<page>-r<round>-<name>
+        os.makedirs(keep, exist_ok=True)
+        for p in new:
+            shutil.copy(p, os.path.join(keep, f"{label.replace(' ', '_')}-{page}-r{round_no}-"
+                                              f"{os.path.basename(p)}"))
     lines = [t for t in (timeline(read_qlog(p)) for p in new) if t]
     out = {"profile": batch.profile, "channel_rate_mbit": batch.rate, "page": page,
            "mode": label, "round": round_no, "ttfb_ms": row.get("ttfb_ms"),
@@ -157,6 +167,7 @@ def main():
     ap.add_argument("--also", nargs="*", default=[], choices=sorted(EXTRA_VARIANTS),
                     help="more QUICstep variants beside native, full VPN and the default")
     ap.add_argument("--no-lock", action="store_true")
+    ap.add_argument("--keep-qlogs", metavar="DIR", help="copy each load's server qlogs there")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("move_cost: run as root (network namespaces)")
@@ -179,7 +190,8 @@ def main():
             for label, base, _ in batch.variants[r % n:] + batch.variants[:r % n]:
                 with batch.modes[label].using(base):
                     for page in args.pages:
-                        rows.append(load_with_qlog(batch, qlog_dir, r, label, base, page))
+                        rows.append(load_with_qlog(batch, qlog_dir, r, label, base, page,
+                                                  args.keep_qlogs))
     finally:
         batch.down()
         if lock:

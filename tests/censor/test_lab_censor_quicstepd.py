@@ -464,28 +464,53 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         listening); started again, fetches resume by themselves. kill -9 of quicstepd
         mid-transfer: its rules stay, so fetches keep working through the proxy; restarted,
         it takes over. Neither capture on the censor's link shows a leak."""
+        self.kill_proxy_client_then_daemon(None, "tp")
+
+    def test_11_lan_host_proxy_client_and_daemon_killed(self):
+        """test_8 for a LAN host behind the client (a router): the LAN's rules (the zone
+        chain's mark, the rule to the proxy's table) outlive quicstepd as the host's own do,
+        and no packet leaves natively with the LAN's address or without NAT."""
+        self.kill_proxy_client_then_daemon(qsd.LAN_NS, "tp-lan")
+
+    def kill_proxy_client_then_daemon(self, netns, tag):
+        """test_8's steps, the fetches run in `netns` (None: the client; else a LAN host)."""
         censor_lab.start(["--block-wireguard"])
         self.write_10m()
+        extra = ""
+        if netns:
+            qsd.lan_host(self, self.client_ns, self.lab["client"]["native"]["interface"])
+            extra = f'native_prefixes = ["{qsd.LAN_V4}/24", "{qsd.LAN_V6}/64"]\n'
         proxy, redirs = self.start_shadowsocks()
-        daemon = self.start_tproxy_daemon(proxy)
+        daemon = self.start_tproxy_daemon(proxy, shadowsocks.quicstepd_extra(proxy) + extra)
         address = self.lab["servers"][0]["v4"]
         address = address[0] if isinstance(address, list) else address
         c = self.lab["client"]
+        # A LAN address on the native link is a leak as much as the client's own: the LAN's
+        # packets must leave through the router's NAT or the proxy.
         native_addrs = set(c["native"]["v4"] + c["native"]["v6"])
+        if netns:
+            native_addrs |= {qsd.LAN_V4, qsd.LAN_V6}
+
+        def fetch(name, timeout, **kw):
+            # The client resolves blocked.test through the proxy; the LAN host has no
+            # resolver of its own here (test_10 tries its lookup), so it gets the address.
+            if netns:
+                kw = {"address": address, **kw, "netns": netns}
+            return gtlsclient_fetch(WORKDIR, f"{tag}-{name}", "blocked.test", timeout=timeout,
+                                    **kw)
         censor_ns, censor_if = self.lab["censor"]["netns"], self.lab["censor"]["client_interface"]
 
         def during_transfer(name, kill):
             """A 10 MB fetch; `kill` runs 0.5 s into it. Returns (ok, leaks)."""
-            pcap = os.path.join(WORKDIR, f"{name}.pcap")
+            pcap = os.path.join(WORKDIR, f"{tag}-{name}.pcap")
             cap = captures.start(self.procs, censor_ns, censor_if, pcap)
             out = {}
-            fetch = threading.Thread(target=lambda: out.update(r=gtlsclient_fetch(
-                WORKDIR, name, "blocked.test", timeout=60, resource="10M.bin",
-                size=10 * 1000 * 1000, address=address)))
-            fetch.start()
+            thread = threading.Thread(target=lambda: out.update(r=fetch(
+                name, 60, resource="10M.bin", size=10 * 1000 * 1000, address=address)))
+            thread.start()
             time.sleep(0.5)
             kill()
-            fetch.join()
+            thread.join()
             time.sleep(1.5)
             self.procs.stop(cap)
             pk = [p for p in captures.inspect(pcap) if proxy not in (p.get("src"), p.get("dst"))]
@@ -496,13 +521,13 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
                 os.kill(p.pid, signal.SIGKILL)
                 p.wait(timeout=5)
 
-        ok, bad = during_transfer("tp-kill-proxy", kill_redirs)
-        print(f"\n[tproxy, proxy client killed mid-transfer] the transfer "
+        ok, bad = during_transfer("kill-proxy", kill_redirs)
+        who = "tproxy, a LAN host" if netns else "tproxy"
+        print(f"\n[{who}, proxy client killed mid-transfer] the transfer "
               f"{'completed' if ok else 'FAILED'}; {len(bad)} leaks")
         self.assertEqual(bad[:5], [], "leaked with the proxy client killed")
         self.assertTrue(ok, "the transfer, native already, survives the proxy client")
-        outage = [gtlsclient_fetch(WORKDIR, f"tp-dead-{i}", "blocked.test", timeout=4)
-                  for i in range(3)]
+        outage = [fetch(f"dead-{i}", 4) for i in range(3)]
         st = self.daemon_status()
         self.assertEqual([r for r in outage if r[0]], [], "a fetch succeeded with no proxy")
         self.assertFalse(st["channel"]["up"], "the status says the proxy is not listening")
@@ -511,15 +536,13 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         attempts = 0
         while True:
             attempts += 1
-            ok_again, _ = gtlsclient_fetch(WORKDIR, f"tp-back-{attempts}", "blocked.test",
-                                           timeout=4)
+            ok_again, _ = fetch(f"back-{attempts}", 4)
             if ok_again or time.time() - t0 > 20:
                 break
         resumed = time.time() - t0
-        back = [gtlsclient_fetch(WORKDIR, f"tp-then-{i}", "blocked.test", timeout=15)
-                for i in range(5)]
+        back = [fetch(f"then-{i}", 15) for i in range(5)]
         st = self.daemon_status()
-        print(f"[tproxy, proxy client killed] {len(outage)} fetches failed closed while it was "
+        print(f"[{who}, proxy client killed] {len(outage)} fetches failed closed while it was "
               f"dead; restarted: first fetch ok after {resumed:.1f}s ({attempts} attempts), then "
               f"{sum(1 for r in back if r[0])}/{len(back)}; channel {st['channel']}")
         self.assertTrue(ok_again, "no fetch within 20 s of the proxy client's restart")
@@ -530,10 +553,9 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
             os.kill(daemon.pid, signal.SIGKILL)
             daemon.wait(timeout=5)
 
-        ok, bad = during_transfer("tp-kill-daemon", kill_daemon)
-        orphaned = [gtlsclient_fetch(WORKDIR, f"tp-orphan-{i}", "blocked.test", timeout=15)
-                    for i in range(3)]
-        print(f"[tproxy, quicstepd killed mid-transfer] the transfer "
+        ok, bad = during_transfer("kill-daemon", kill_daemon)
+        orphaned = [fetch(f"orphan-{i}", 15) for i in range(3)]
+        print(f"[{who}, quicstepd killed mid-transfer] the transfer "
               f"{'completed' if ok else 'FAILED'}; {len(bad)} leaks; with no daemon "
               f"{sum(1 for r in orphaned if r[0])}/{len(orphaned)} fetches completed "
               f"(all through the proxy)")
@@ -541,13 +563,12 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertTrue(ok, "the transfer, native already, survives quicstepd")
         self.assertEqual([r for r in orphaned if not r[0]], [],
                          "with the daemon dead its rules still carry handshakes to the proxy")
-        self.start_tproxy_daemon(proxy)
-        ok, secs = gtlsclient_fetch(WORKDIR, "tp-restarted", "blocked.test", timeout=15)
+        self.start_tproxy_daemon(proxy, shadowsocks.quicstepd_extra(proxy) + extra)
+        ok, secs = fetch("restarted", 15)
         self.assertTrue(ok, "a fetch after quicstepd's restart")
         fired = sorted({d["rule"] for d in self.blocks()})
         self.assertEqual([r for r in fired if r != "wireguard"], [],
                          "the censor saw a blocked name")
-
 
     # A second proxy stack for the tproxy channel: V2Ray (qs_support/v2ray.py), in Go where
     # shadowsocks-libev is C, with its own UDP relay (VMess over TCP) and its own way of

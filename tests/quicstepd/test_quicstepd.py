@@ -1195,6 +1195,66 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         else:
             self.assertLess(share, 0.05)
 
+    def test_18d_lan_host_kill9_mid_transfer(self):
+        """kill -9 of quicstepd while a LAN host downloads: the LAN's rules (the routed path's
+        zone chains and its moved flow's element, the queue path's forwarded chain) outlive
+        the daemon as the host's own do, so the transfer completes, a new LAN connection
+        takes the channel whole and nothing leaks; after --cleanup and a restart a LAN fetch
+        works again (routed: natively)."""
+        d = self.start_daemon()
+        self.lan_host()
+        time.sleep(2.5)  # the device check that sees the forwarding
+        cn, native, cp, channel = self.captures("lan-kill")
+        out_dir = os.path.join(self.work, "lan-kill")
+        client = self.procs.start(self.LAN_NS, self.fetch_cmd(self.srv_v4, out_dir),
+                                  os.path.join(self.work, "lan-kill-client.log"))
+
+        def received():
+            paths = self.status()["paths"]
+            return paths["native"]["in_bytes"] + paths["channel"]["in_bytes"]
+        start, deadline = received(), time.time() + 20
+        while time.time() < deadline and received() - start < 1_500_000:
+            time.sleep(0.02)
+        mid = client.poll() is None
+        self.procs.stop(d, sig=9)
+        self.assertEqual(client.wait(100), 0)
+        self.assert_downloaded(out_dir)
+        out_dir2 = os.path.join(self.work, "lan-after-kill")
+        res = subprocess.run(["ip", "netns", "exec", self.LAN_NS,
+                              *self.fetch_cmd(self.srv_v4, out_dir2)],
+                             capture_output=True, text=True, timeout=120)
+        self.assert_downloaded(out_dir2, res)
+        self.stop_captures(cn, cp)
+        npk, cpk = self.read_lan_captures(native, channel)
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4)
+        print(f"\n[LAN host, kill -9, {'routed' if ROUTED else 'queue'}] killed mid-transfer: "
+              f"{mid}; both fetches completed; native share over both {share:.4f} ({nat_b} "
+              f"native / {ch_b} channel bytes)")
+        self.assertTrue(mid, "the transfer ended before the kill: no mid-transfer check")
+        # The second fetch started after the kill: nothing moves it, so at least its 10 MB
+        # came through the channel.
+        self.assertGreaterEqual(ch_b, SIZE_MB * 900_000, "a LAN flow went native with no daemon")
+        res = lab_helpers.in_host(self.lab, "client", h.QSD, "--cleanup", "--config",
+                                  self.config, check=False)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertEqual(h.kernel_state(self.client_ns),
+                         {"nft": False, "iptables": False, "rules": False})
+        d = self.start_daemon()
+        time.sleep(2.5)
+        cn, native, cp, channel = self.captures("lan-restart")
+        out_dir3 = os.path.join(self.work, "lan-restart")
+        res = subprocess.run(["ip", "netns", "exec", self.LAN_NS,
+                              *self.fetch_cmd(self.srv_v4, out_dir3)],
+                             capture_output=True, text=True, timeout=120)
+        self.stop_captures(cn, cp)
+        self.assert_downloaded(out_dir3, res)
+        self.assert_clean_exit(d)
+        npk, cpk = self.read_lan_captures(native, channel)
+        share = self.native_share(npk, cpk, self.srv_v4)[2]
+        print(f"[LAN host, after --cleanup and a restart] native share {share:.4f}")
+        if ROUTED:
+            self.assertGreaterEqual(share, 0.95, "the restarted daemon did not move the flow")
+
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,
         with a new tunnel address (the provider now accepts only that one): the daemon
