@@ -53,13 +53,17 @@ struct NativeSwitchPolicy {
   Duration min_delay = 1ms;
   Duration max_delay = 100ms;
   Duration unknown_rtt_delay = Duration::zero();
-  // Bytes of lift datagrams sent right after a moved flow's first native packet, credit for
-  // the server's anti-amplification limit while it validates the new path
-  // (kernel/lift_datagrams.hpp; routed path). 0: none, the default: with 4,800 the server
-  // sent 9.5 KB instead of 1 KB during the validation, but page loads got slower (100 KB
-  // PLT 417 against 333 ms, 1 MB 712 against 630; move_cost.py, 2026-12-04), not yet
-  // understood. An experiment, off.
+  // Bytes of lift datagrams sent after a moved flow's first native packet, credit for the
+  // server's anti-amplification limit while it validates the new path
+  // (kernel/lift_datagrams.hpp; routed path). 0: none, the default. Measured with
+  // move_cost.py (client/README, "What the move costs"): sent at once, the credit lets
+  // ngtcp2 send ~9.5 KB while validating, paced at its reset RTT estimate (333 ms), and the
+  // pacer then holds the connection ~180 ms: loads got slower. An experiment, off.
   std::uint32_t lift_bytes = 0;
+  // How long after the watch poll that first saw the flow's native packets the lift
+  // datagrams leave (the polls are 20 ms apart): time for the client's next ACKs to give
+  // the server an RTT sample on the new path before the credit arrives.
+  Duration lift_delay = Duration::zero();
 };
 
 // The migration watchdog: a flow moved to the native path must get an inbound packet on the

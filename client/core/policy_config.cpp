@@ -259,7 +259,8 @@ void load_policy(Loader& l, const toml::table& root, Policy* p) {
   if (const auto* t = l.table(root, "native_switch")) {
     NativeSwitchPolicy& n = p->native_switch;
     l.known_keys(*t, "native_switch", {"enabled", "rtt_percent", "min_delay_ms", "max_delay_ms",
-                                       "unknown_rtt_delay_ms", "lift_bytes"});
+                                       "unknown_rtt_delay_ms", "lift_bytes",
+                                       "lift_delay_ms"});
     l.boolean(t, "enabled", &n.enabled);
     l.integer(t, "rtt_percent", 0, 400, &n.rtt_percent);
     l.duration<std::chrono::milliseconds>(t, "min_delay_ms", 0, 1'000, &n.min_delay);
@@ -267,6 +268,7 @@ void load_policy(Loader& l, const toml::table& root, Policy* p) {
     l.duration<std::chrono::milliseconds>(t, "unknown_rtt_delay_ms", 0, 1'000,
                                           &n.unknown_rtt_delay);
     l.integer(t, "lift_bytes", 0, 60'000, &n.lift_bytes);
+    l.duration<std::chrono::milliseconds>(t, "lift_delay_ms", 0, 1'000, &n.lift_delay);
   }
   if (const auto* t = l.table(root, "watchdog")) {
     l.known_keys(*t, "watchdog", {"enabled", "rtt_multiplier", "min_timeout_ms",

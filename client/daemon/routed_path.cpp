@@ -281,9 +281,13 @@ void RoutedPath::on_timer(common::Timestamp now) {
       const std::uint64_t total = st.sent;
       const std::uint64_t sent = total - std::min(total, f.sent_seen);
       f.sent_seen = total;
-      if (total > 0 && !f.lifted) {  // its first native packet has left: the server migrates
+      if (total > 0 && f.first_native_seen == common::Timestamp::never()) {
+        f.first_native_seen = now;  // its first native packet has left: the server migrates
+      }
+      const core::NativeSwitchPolicy& ns = ctx_.config.policy.native_switch;
+      if (total > 0 && !f.lifted && now >= f.first_native_seen + ns.lift_delay) {
         f.lifted = true;
-        const std::uint32_t lift = ctx_.config.policy.native_switch.lift_bytes;
+        const std::uint32_t lift = ns.lift_bytes;
         if (lift > 0 && lift_.is_open() && f.lift_header_len > 0) {
           stats_.lift_datagrams +=
               lift_.send(key, common::Bytes(f.lift_header.data(), f.lift_header_len), lift);

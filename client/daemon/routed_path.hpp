@@ -162,6 +162,9 @@ class RoutedPath final : public NativePath {
     std::array<std::uint8_t, kernel::kLiftHeaderBytes> lift_header{};
     std::uint8_t lift_header_len = 0;
     bool lifted = false;
+    // When a watch poll first saw the flow's native packets (lift datagrams wait
+    // native_switch.lift_delay from there).
+    common::Timestamp first_native_seen = common::Timestamp::never();
     // A LAN host's flow (forwarded, its client address not the native source): the key
     // under which the guard sees it after the host's masquerade (native source, same
     // ports), watched beside its own. Masquerade keeps the port unless it is taken.

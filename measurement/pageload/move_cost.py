@@ -32,11 +32,18 @@ import time
 from measurement.pageload import harness
 
 LOCK = "/run/qs-helper-lab.lock"
-# quicstepd sending 4.8 KB of lift datagrams after a moved flow's first native packet
-# (client/kernel/lift_datagrams.hpp): credit for the server's anti-amplification limit.
-LIFT_VARIANT = ("QUICstep lift 4800", "QUICstep", "[native_switch]\nlift_bytes = 4800\n")
-EXTRA_VARIANTS = {"hold": harness.HOLD_VARIANT, "queue": harness.QUEUE_PATH_VARIANT,
-                  "lift": LIFT_VARIANT}
+EXTRA_VARIANTS = {"hold": harness.HOLD_VARIANT, "queue": harness.QUEUE_PATH_VARIANT}
+
+
+def lift_variant(spec):
+    """quicstepd sending lift datagrams after a moved flow's first native packet
+    (client/kernel/lift_datagrams.hpp): credit for the server's anti-amplification limit.
+    `spec`: BYTES, or BYTES@MS with [native_switch] lift_delay_ms."""
+    n, _, delay = spec.partition("@")
+    extra = f"[native_switch]\nlift_bytes = {int(n)}\n"
+    if delay:
+        extra += f"lift_delay_ms = {int(delay)}\n"
+    return (f"QUICstep lift {spec}", "QUICstep", extra)
 FIELDS = ["profile", "channel_rate_mbit", "page", "mode", "round", "ttfb_ms", "plt_ms",
           "connections", "first_data_ms", "move_ms", "validated_ms", "last_data_ms",
           "kb_before_move", "kb_validating", "kb_total", "cwnd_before", "cwnd_after",
@@ -167,6 +174,9 @@ def main():
     ap.add_argument("--also", nargs="*", default=[], choices=sorted(EXTRA_VARIANTS),
                     help="more QUICstep variants beside native, full VPN and the default")
     ap.add_argument("--no-lock", action="store_true")
+    ap.add_argument("--lift", nargs="*", default=[], metavar="BYTES[@MS]",
+                    help="more QUICstep variants sending that many bytes of lift datagrams "
+                         "(@MS: [native_switch] lift_delay_ms)")
     ap.add_argument("--keep-qlogs", metavar="DIR", help="copy each load's server qlogs there")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -179,7 +189,8 @@ def main():
     rows = []
     qlog_dir = None
     batch = harness.Batch("move_cost", args.profile, rate, args.pages, args.rounds,
-                          variants=harness.DEFAULT_VARIANTS + [EXTRA_VARIANTS[v] for v in args.also])
+                          variants=harness.DEFAULT_VARIANTS + [EXTRA_VARIANTS[v] for v in args.also]
+                          + [lift_variant(n) for n in args.lift])
     try:
         qlog_dir = os.path.join(batch.work, "qlog")
         os.makedirs(qlog_dir)

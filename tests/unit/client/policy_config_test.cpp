@@ -107,6 +107,19 @@ TEST(PolicyConfig, NativeSwitchIsOnByDefaultAndBounded) {
   EXPECT_FALSE(parse_config("[native_switch]\ndelay = 5\n", "q.toml").ok());
 }
 
+TEST(PolicyConfig, LiftDatagramsAreOffByDefaultAndBounded) {
+  const NativeSwitchPolicy off = parse_config("", "q.toml").config.policy.native_switch;
+  EXPECT_EQ(off.lift_bytes, 0u);
+  EXPECT_EQ(off.lift_delay, Duration::zero());
+  const ConfigLoad on =
+      parse_config("[native_switch]\nlift_bytes = 9600\nlift_delay_ms = 20\n", "q.toml");
+  ASSERT_TRUE(on.ok()) << on.errors[0].to_string();
+  EXPECT_EQ(on.config.policy.native_switch.lift_bytes, 9600u);
+  EXPECT_EQ(on.config.policy.native_switch.lift_delay, 20ms);
+  EXPECT_FALSE(parse_config("[native_switch]\nlift_bytes = 60001\n", "q.toml").ok());
+  EXPECT_FALSE(parse_config("[native_switch]\nlift_delay_ms = 1001\n", "q.toml").ok());
+}
+
 TEST(PolicyConfig, ReadsValues) {
   const ConfigLoad load = parse_config(R"(
 [classifier]
