@@ -634,12 +634,12 @@ def hold(data, out):
     failed = [r for r in hold_rows if r["qs_failed_back"] not in ("", "0")]
     stayed = [r for r in hold_rows if r["qs_moved_native"] == "0"]
     md += ["", f"With the hold, {len(failed)} of {len(hold_rows)} loads had quicstepd's watchdog "
-           f"fail the flow back to the channel, and {len(stayed)} loads never moved (after a "
-           "failure the destination stays in the non-migrating cache until quicstepd restarts, "
-           "i.e. the rest of that round here): a flow whose transfer ended on the channel "
-           "during the hold has nothing left for the server to send natively, so no answer "
-           "arrives on the native path and the watchdog takes it for a server that does not "
-           "migrate."]
+           f"fail the flow back to the channel, and {len(stayed)} loads never moved" +
+           (" (after a failure the destination stays in the non-migrating cache until "
+            "quicstepd restarts, i.e. the rest of that round here): a flow whose transfer "
+            "ended on the channel during the hold has nothing left for the server to send "
+            "natively, so no answer arrives on the native path and the watchdog takes it for "
+            "a server that does not migrate." if failed or stayed else ".")]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     k4 = [k for k in keys if k[3] == "1MB"]
     if k4:
