@@ -758,6 +758,9 @@ void Daemon::Impl::update_channel_link() {
     spdlog::warn("{} is up again after {:.1f} s", channel.describe(),
                  std::chrono::duration<double>(net::monotonic_now() - channel_down_since).count());
   }
+  // The health at once, not at the next second's reading: a status read in between said
+  // `up` and `health: down` together (seen after a proxy client's restart).
+  judge_channel();
 }
 
 void Daemon::Impl::reload() {

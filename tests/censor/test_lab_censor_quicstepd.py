@@ -548,6 +548,9 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertTrue(ok_again, "no fetch within 20 s of the proxy client's restart")
         self.assertEqual([r for r in back if not r[0]], [], "every fetch after the restart")
         self.assertTrue(st["channel"]["up"])
+        # Judged when it came up, not at the next second's reading (before: `up` with
+        # `health: down` in the same status).
+        self.assertNotEqual(st["channel"]["health"], "down", st["channel"])
 
         def kill_daemon():
             os.kill(daemon.pid, signal.SIGKILL)
