@@ -11,26 +11,19 @@
 
 #include <gtest/gtest.h>
 
+#include "unit/client/temp_dir_test.hpp"
+
 namespace quicstep::client::daemon {
 namespace {
 
-class KeyFile : public ::testing::Test {
+class KeyFile : public quicstep::testing::TempDirTest {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/qs-key-file-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ::chmod(dir_.c_str(), 0755);
-  }
-  void TearDown() override {
-    for (const char* name : {"/wg0.conf", "/other", "/link", "/sub/wg0.conf"}) {
-      ::unlink((dir_ + name).c_str());
-    }
-    ::rmdir((dir_ + "/sub").c_str());
-    ::rmdir(dir_.c_str());
+    TempDirTest::SetUp();
+    ::chmod(root_.c_str(), 0755);
   }
   std::string file(const std::string& name, mode_t mode) {
-    const std::string path = dir_ + "/" + name;
+    const std::string path = root_ + "/" + name;
     std::ofstream(path) << "[Interface]\nPrivateKey = x\n";
     ::chmod(path.c_str(), mode);
     return path;
@@ -46,7 +39,6 @@ class KeyFile : public ::testing::Test {
     ss << f.rdbuf();
     return ss.str();
   }
-  std::string dir_;
 };
 
 TEST_F(KeyFile, WarnsAsWgQuickDoesWhenOthersCanReach) {
@@ -60,20 +52,20 @@ TEST_F(KeyFile, WarnsAsWgQuickDoesWhenOthersCanReach) {
 }
 
 TEST_F(KeyFile, AClosedFolderKeepsAnOpenFilePrivate) {
-  ::mkdir((dir_ + "/sub").c_str(), 0700);
+  ::mkdir((root_ + "/sub").c_str(), 0700);
   const std::string path = file("sub/wg0.conf", 0644);
   EXPECT_FALSE(world_accessible_warning(path).has_value());
-  ::chmod((dir_ + "/sub").c_str(), 0711);  // others may pass through: the file is reachable
+  ::chmod((root_ + "/sub").c_str(), 0711);  // others may pass through: the file is reachable
   EXPECT_TRUE(world_accessible_warning(path).has_value());
 }
 
 TEST_F(KeyFile, AMissingFileGivesNoWarning) {
-  EXPECT_FALSE(world_accessible_warning(dir_ + "/absent.conf").has_value());
+  EXPECT_FALSE(world_accessible_warning(root_ + "/absent.conf").has_value());
 }
 
 TEST_F(KeyFile, PrivateFileIsOwnerOnlyWhateverTheUmask) {
   const mode_t old = ::umask(0);  // the laxest umask: an ofstream would create 0666
-  const std::string path = dir_ + "/wg0.conf";
+  const std::string path = root_ + "/wg0.conf";
   const auto written = write_private_file(path, "PrivateKey = secret\n");
   ::umask(old);
   ASSERT_TRUE(written.ok()) << written.error().message;
@@ -90,7 +82,7 @@ TEST_F(KeyFile, PrivateFileReplacesAnOpenFileInsteadOfWritingIntoIt) {
 
 TEST_F(KeyFile, PrivateFileDoesNotFollowASymbolicLink) {
   const std::string target = file("other", 0644);
-  const std::string link = dir_ + "/link";
+  const std::string link = root_ + "/link";
   ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
   ASSERT_TRUE(write_private_file(link, "secret\n").ok());
   EXPECT_EQ(content(target), "[Interface]\nPrivateKey = x\n");  // the link's target untouched
@@ -99,7 +91,7 @@ TEST_F(KeyFile, PrivateFileDoesNotFollowASymbolicLink) {
 }
 
 TEST_F(KeyFile, PrivateFileSaysWhyItCannotBeCreated) {
-  const auto written = write_private_file(dir_ + "/no/such/folder/wg0.conf", "x");
+  const auto written = write_private_file(root_ + "/no/such/folder/wg0.conf", "x");
   ASSERT_FALSE(written.ok());
   EXPECT_NE(written.error().message.find("no/such/folder"), std::string::npos);
   EXPECT_NE(written.error().message.find("No such file"), std::string::npos);
