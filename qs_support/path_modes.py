@@ -6,7 +6,10 @@ directory. One more mode, not among the three the demo and the default batches u
 TUN engine quicstep-tun in the QUICstep place (qs_support/tun_engine.py). Two more for the
 tproxy channel (qs_support/shadowsocks.py; the proxy server and clients are the caller's to
 start, `proxy_server` its address): the full proxy (all client traffic through Shadowsocks)
-and QUICstep with the proxy as its channel."""
+and QUICstep with the proxy as its channel. And QUICstep with permissive addressing, the
+paper's mode: channel packets keep the client's native source address, which the provider
+is made to accept for the mode (its WireGuard peer's allowed IPs), so the server never sees
+an address change and no flow migrates."""
 import json
 import os
 from contextlib import contextmanager
@@ -18,6 +21,23 @@ MODES = ("native", "full VPN", "QUICstep")
 TUN = "QUICstep TUN"
 FULL_PROXY, QS_PROXY = "full proxy", "QUICstep proxy"
 PROXY_MODES = (FULL_PROXY, QS_PROXY)
+QS_PERMISSIVE = "QUICstep permissive"
+
+
+def provider_accepts_native(lab, accept):
+    """The provider's WireGuard peer (the client) allowed to send from the client's native
+    addresses too (`accept`), or only from its tunnel addresses (the lab's default)."""
+    prov = lab["provider"]
+    allowed = list(prov["peer_allowed_ips"])
+    if accept:
+        native = lab["client"]["native"]
+        allowed += [f"{a}/32" for a in native["v4"]] + [f"{a}/128" for a in native["v6"]]
+    peer = qslab_lab.in_host(lab, "provider", "wg", "show", prov["wg_interface"],
+                             "peers").stdout.split()
+    if len(peer) != 1:
+        raise RuntimeError(f"the provider's WireGuard device has {len(peer)} peers, not 1")
+    qslab_lab.in_host(lab, "provider", "wg", "set", prov["wg_interface"], "peer", peer[0],
+                      "allowed-ips", ",".join(allowed))
 
 
 class PathModes:
@@ -33,17 +53,20 @@ class PathModes:
         self.proxy_server = None  # the proxy modes: the Shadowsocks server's address
 
     def enter(self, mode):
-        known = MODES + (TUN,) + PROXY_MODES
+        known = MODES + (TUN, QS_PERMISSIVE) + PROXY_MODES
         if mode not in known:
             raise ValueError(f"unknown path mode {mode!r} (one of {', '.join(known)})")
         if mode in PROXY_MODES and not self.proxy_server:
             raise ValueError(f"{mode}: start the Shadowsocks server and clients first")
         if mode == "full VPN":
             qslab_lab.qslab("vpn", "on")
-        elif mode == "QUICstep":
+        elif mode in ("QUICstep", QS_PERMISSIVE):
+            addressing = "permissive" if mode == QS_PERMISSIVE else None
+            if addressing:
+                provider_accepts_native(self.lab, True)
             config = quicstepd.write_config(os.path.join(self.work, "quicstepd.toml"),
                                            self.lab["client"]["channel"]["interface"],
-                                           extra=self.extra)
+                                           addressing=addressing, extra=self.extra)
             self.daemon = self.procs.start(self.ns, [quicstepd.daemon(), "--config", config,
                                                      "--control", self.sock],
                                            os.path.join(self.work, "quicstepd.log"))
@@ -65,9 +88,11 @@ class PathModes:
     def leave(self, mode):
         if mode == "full VPN":
             qslab_lab.qslab("vpn", "off")
-        elif mode in ("QUICstep", QS_PROXY) and self.daemon:
+        elif mode in ("QUICstep", QS_PERMISSIVE, QS_PROXY) and self.daemon:
             self.procs.stop(self.daemon, timeout=20)
             self.daemon = None
+        if mode == QS_PERMISSIVE:
+            provider_accepts_native(self.lab, False)
         elif mode == TUN and self.daemon:
             tun_engine.stop(self.procs, self.lab, self.daemon)
             self.daemon, self.tun = None, False
@@ -76,8 +101,8 @@ class PathModes:
 
     @contextmanager
     def using(self, mode):
-        self.enter(mode)
-        try:
+        try:  # a mode that failed half-way is undone too (the provider's allowed IPs)
+            self.enter(mode)
             yield self
         finally:
             self.leave(mode)

@@ -31,12 +31,18 @@ def source_state():
     return commit, ("changed: " + " ".join(changed[:8]) if changed else "clean")
 
 
+# What a path mode of qs_support/path_modes.py writes into quicstepd's config by itself.
+IMPLIED_CONFIG = {"QUICstep permissive": 'addressing = "permissive"\n'}
+
+
 def describe_modes(variants, native_paths):
     """'label: native path X, config extra Y' per variant (the daemon's modes only)."""
     out = []
-    for label, _, extra in variants:
+    for label, base, extra in variants:
         if label not in native_paths:
             continue
+        if base in IMPLIED_CONFIG:
+            extra = IMPLIED_CONFIG[base] + extra
         cfg = " ".join(line.strip() for line in extra.splitlines() if line.strip())
         out.append(f"{label}: native_path {native_paths[label]}, "
                    + (f"config default + `{cfg}`" if cfg else "config default"))

@@ -30,6 +30,13 @@ HOLD_VARIANT = ("QUICstep hold 100ms", "QUICstep", "[hold]\ntime_ms = 100\n")
 # quicstepd's two native paths side by side (the default "auto" takes the routed one in the
 # lab): the queue path written out.
 QUEUE_PATH_VARIANT = ("QUICstep queue path", "QUICstep", 'native_path = "queue"\n')
+# quicstepd with permissive addressing (the paper's mode; the provider accepts the client's
+# native addresses for it): the server sees no address change, so nothing migrates, and
+# the move costs no path validation or congestion reset.
+PERMISSIVE_VARIANT = (path_modes.QS_PERMISSIVE, path_modes.QS_PERMISSIVE, "")
+# quicstepd keeping each flow on the channel for its first 64 outbound short headers (a
+# download's ACKs: about its first 150 KB): small flows never move.
+STAY_VARIANT = ("QUICstep hold 64 packets", "QUICstep", "[hold]\npackets = 64\n")
 # The TUN engine (quicstep-tun, client/tun) in QUICstep's place: the Android app's engine.
 TUN_VARIANT = (path_modes.TUN, path_modes.TUN, "")
 # The user's real alternative where WireGuard is blocked: a Shadowsocks proxy client
@@ -203,7 +210,8 @@ class Batch:
         row = {"experiment": self.experiment, "profile": self.profile,
                "channel_rate_mbit": "" if self.rate is None else self.rate, "round": round_no,
                "mode": mode, "page": page, "page_bytes": size, "ok": 0, "error": ""}
-        daemon_modes = ("QUICstep", path_modes.TUN, path_modes.QS_PROXY)
+        daemon_modes = ("QUICstep", path_modes.TUN, path_modes.QS_PROXY,
+                        path_modes.QS_PERMISSIVE)
         before = self.qsd_status(mode) if base_mode in daemon_modes else None
         home = tempfile.mkdtemp(prefix="chrome-", dir=self.work)
         origins = ",".join(f"{host}:443" for host in self.origins)

@@ -159,6 +159,7 @@ def write(csv_path, out):
     md += channel_load(data, out)
     md += diagnosis(data)
     md += hold(data, out)
+    md += bound(data)
     md += native_paths(data)
     md += proxy_channel(data)
     md += corpus(data, out)
@@ -429,6 +430,48 @@ def timelines(path):
 
 
 QUEUE_PATH = "QUICstep queue path"
+
+
+PERMISSIVE, STAY = "QUICstep permissive", "QUICstep hold 64 packets"
+
+
+def bound(data):
+    """The `bound` batches: what the move costs when the server sees no address change
+    (permissive addressing), and when small flows never move (a hold of 64 short headers),
+    next to native, the VPN and QUICstep's default."""
+    keys = data.keys("bound")
+    if not keys:
+        return []
+    modes = (*MODES, PERMISSIVE, STAY)
+    md = ["## What the move costs, bounded (`bound` batches)", "",
+          "Profile `london-ohio`, side by side in each round: native, full VPN, QUICstep's default "
+          "(stateless addressing: the server sees the client's address change at the move, "
+          "validates the new path and resets its congestion controller and RTT estimate, RFC "
+          "9000 §8.2, §9.3, §9.4), QUICstep with permissive addressing (the paper's mode: the "
+          "provider is made to accept the client's native address, so the server sees one "
+          "address throughout and no flow migrates; its answers to the handshake come natively, "
+          "so its channel bytes are the client's only) and QUICstep holding each flow on the "
+          "channel for its first 64 short headers (a download's ACKs: about 150 KB, so the "
+          "10 KB and 100 KB pages never move). Medians of TTFB + PLT (ms) and their ratios; "
+          "channel bytes from the provider's capture.", "",
+          "| rate | page | native / VPN / QS / permissive / hold 64 ms | QS/VPN | permissive/VPN "
+          "| hold 64/VPN | QS/native | permissive/native | hold 64/native | channel KB VPN / QS / "
+          "permissive / hold 64 | rounds |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    order = lambda k: (RATES.index(k[2]) if k[2] in RATES else 9, SIZES.index(k[3]))  # noqa: E731
+    for _, profile, rate, page in sorted(keys, key=order):
+        k4 = ("bound", profile, rate, page)
+        tot = [data.median(k4 + (m,), "ttfb_ms") + data.median(k4 + (m,), "plt_ms") for m in modes]
+        ch = [data.median(k4 + (m,), "channel_bytes") / 1000 for m in modes[1:]]
+        rounds = min(len(data.values(k4 + (m,), "plt_ms")) for m in modes)
+        md.append(f"| {RATE_LABEL[rate]} | {page} | {' / '.join(ms(x) for x in tot)} | "
+                  f"{fmt(tot[2] / tot[1])} | {fmt(tot[3] / tot[1])} | {fmt(tot[4] / tot[1])} | "
+                  f"{fmt(tot[2] / tot[0])} | {fmt(tot[3] / tot[0])} | {fmt(tot[4] / tot[0])} | "
+                  f"{' / '.join(f'{x:,.0f}' for x in ch)} | {rounds} |")
+    rows = [r for r in data.rows if r["experiment"] == "bound" and r["mode"] in (PERMISSIVE, STAY)]
+    failed = [r for r in rows if r["qs_failed_back"] not in ("", "0")]
+    md += ["", f"Watchdog failures in the two extra modes: {len(failed)} of {len(rows)} loads.", ""]
+    return md
 
 
 def native_paths(data):

@@ -13,6 +13,11 @@
            and with the queue path (no full VPN: the other batches have it)
   tun      london-ohio at 5 Mbit/s: native, quicstepd (default) and the TUN engine
            quicstep-tun, 100 KB and 1 MB pages (issue 23's target: within 1.1x of quicstepd)
+  bound    london-ohio at 5 Mbit/s and unlimited, 10 KB, 100 KB, 1 MB: native, full VPN,
+           QUICstep, QUICstep with permissive addressing (no address change, so no migration:
+           what the move costs without the server's path validation and congestion reset)
+           and QUICstep holding each flow on the channel for 64 short headers (small flows
+           never move)
   proxy    london-ohio at 5 Mbit/s to the proxy: native, the full proxy (all traffic through
            Shadowsocks) and quicstepd with Shadowsocks as its tproxy channel; 100 KB, 1 MB,
            10 MB (the user's alternative where WireGuard is blocked)
@@ -75,6 +80,12 @@ def plan(args):
         out.append(("tun", args.table5_profile, 5, ["100KB", "1MB"], args.rounds,
                     [v for v in harness.DEFAULT_VARIANTS if v[0] != "full VPN"]
                     + [harness.TUN_VARIANT]))
+    if "bound" in args.experiments:
+        from measurement.pageload import harness
+        for rate in (5, 0):
+            out.append(("bound", args.table5_profile, rate, sizes[:3], args.rounds,
+                        harness.DEFAULT_VARIANTS + [harness.PERMISSIVE_VARIANT,
+                                                    harness.STAY_VARIANT]))
     if "proxy" in args.experiments:
         from measurement.pageload import harness
         out.append(("proxy", args.table5_profile, 5, ["100KB", "1MB", "10MB"], args.rounds,
@@ -103,7 +114,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--experiments", nargs="+",
                     default=["table5", "table2", "table3", "hold", "paths"],
-                    choices=["table5", "table2", "table3", "hold", "paths", "tun", "proxy",
+                    choices=["table5", "table2", "table3", "hold", "paths", "tun", "bound", "proxy",
                              "corpus"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
     ap.add_argument("--table5-profile", default="london-ohio")

@@ -23,6 +23,12 @@ class BatchRecord(unittest.TestCase):
                                "QUICstep hold 100ms: native_path routed, config default + "
                                "`[hold] time_ms = 100`")
 
+    def test_a_mode_that_writes_config_itself_says_so(self):
+        variants = [("QUICstep permissive", "QUICstep permissive", "")]
+        text = batch_record.describe_modes(variants, {"QUICstep permissive": "queue"})
+        self.assertEqual(text, "QUICstep permissive: native_path queue, config default + "
+                               '`addressing = "permissive"`')
+
     def test_source_state_names_a_commit(self):
         commit, tree = batch_record.source_state()
         self.assertRegex(commit, r"^([0-9a-f]{12}|unknown)$")
