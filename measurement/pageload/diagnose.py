@@ -21,6 +21,7 @@ one clock: the captures' timestamps and Navigation Timing's timeOrigin):
 import argparse
 import fcntl
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -75,6 +76,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--no-lock", action="store_true")
+    ap.add_argument("--keep-captures", metavar="DIR",
+                    help="keep each load's two captures in DIR (diag-ROUND-MODE-PAGE-IFACE.pcap)")
     ap.add_argument("--with-hold", action="store_true",
                     help="also quicstepd holding short headers 100 ms on the channel")
     args = ap.parse_args()
@@ -106,7 +109,11 @@ def main():
                             batch.procs.stop(p)
                         native_pkts, channel_pkts = (captures.inspect(path) for path, _ in caps)
                         for path, _ in caps:
-                            os.remove(path)
+                            if args.keep_captures:
+                                os.makedirs(args.keep_captures, exist_ok=True)
+                                shutil.move(path, args.keep_captures)
+                            else:
+                                os.remove(path)
                         t = timeline(native_pkts, channel_pkts, batch.last_timing, servers)
                         out = {"profile": args.profile, "channel_rate_mbit": args.channel_rate,
                                "page": page, "mode": mode, "round": r,
