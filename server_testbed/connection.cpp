@@ -174,14 +174,19 @@ Connection::Status Connection::on_datagram(const sockaddr_storage& from, const s
 
 Connection::Status Connection::on_expiry(ngtcp2_tstamp now) {
   if (closing_) return now >= close_deadline_ ? Status::remove : Status::closing;
-  const int rv = ngtcp2_conn_handle_expiry(conn_, now);
-  if (rv == NGTCP2_ERR_IDLE_CLOSE) return Status::remove;
-  if (rv != 0) return start_closing(rv, now);
+  if (h3_) h3_->answer_due(now);  // responses whose think time ended
+  if (ngtcp2_conn_get_expiry(conn_) <= now) {
+    const int rv = ngtcp2_conn_handle_expiry(conn_, now);
+    if (rv == NGTCP2_ERR_IDLE_CLOSE) return Status::remove;
+    if (rv != 0) return start_closing(rv, now);
+  }
   return write(now);
 }
 
 ngtcp2_tstamp Connection::next_deadline() const {
-  return closing_ ? close_deadline_ : ngtcp2_conn_get_expiry(conn_);
+  if (closing_) return close_deadline_;
+  const ngtcp2_tstamp quic = ngtcp2_conn_get_expiry(conn_);
+  return h3_ ? std::min(quic, h3_->next_answer()) : quic;
 }
 
 Connection::Status Connection::start_closing(int liberr, ngtcp2_tstamp now) {
@@ -282,7 +287,8 @@ void Connection::on_remove_cid(const ngtcp2_cid* cid) { worker_.dissociate(*cid)
 
 int Connection::on_tx_key_application() {
   if (h3_) return 0;
-  Http3Options options{worker_.config().htdocs, worker_.config().max_body};
+  Http3Options options{worker_.config().htdocs, worker_.config().max_body,
+                      ngtcp2_duration{worker_.config().think_ms} * NGTCP2_MILLISECONDS};
   h3_ = std::make_unique<Http3Session>(conn_, options, worker_.counters());
   return h3_->setup();
 }

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "quic/http3.hpp"
+#include "quic/time.hpp"
 #include "server_testbed/content_type.hpp"
 
 namespace quicstep::server_testbed {
@@ -153,6 +154,30 @@ Http3Session::Request* Http3Session::begin_request(std::int64_t stream_id) {
 }
 
 int Http3Session::on_end_stream(Request* req) {
+  if (options_.think > 0) {
+    thinking_.emplace_back(quic::now() + options_.think, req->stream_id);
+    return 0;
+  }
+  return serve(req);
+}
+
+ngtcp2_tstamp Http3Session::next_answer() const {
+  return thinking_.empty() ? UINT64_MAX : thinking_.front().first;
+}
+
+void Http3Session::answer_due(ngtcp2_tstamp now) {
+  while (!thinking_.empty() && thinking_.front().first <= now) {
+    const auto it = requests_.find(thinking_.front().second);
+    thinking_.pop_front();
+    // A stream closed while its request waited (reset by the client) has nothing to answer;
+    // a response that cannot be submitted resets its stream.
+    if (it != requests_.end() && serve(it->second.get()) != 0) {
+      ngtcp2_conn_shutdown_stream(conn_, it->first, NGHTTP3_H3_INTERNAL_ERROR);
+    }
+  }
+}
+
+int Http3Session::serve(Request* req) {
   WorkerCounters::add(counters_.requests);
   if (req->method != "GET" && req->method != "HEAD") return respond(req, 405, 0, false);
   std::string path = req->path.substr(0, req->path.find('?'));

@@ -104,6 +104,9 @@ void add_options(CLI::App& app, qs::ServerConfig& cfg, RawOptions& raw) {
   app.add_option("--cert", cfg.cert_file, "PEM certificate")->required();
   app.add_option("--key", cfg.key_file, "PEM private key")->required();
   app.add_option("--htdocs", cfg.htdocs, "directory to serve (besides /bytes/N)");
+  app.add_option("--think-ms", cfg.think_ms,
+                 "each response waits this long after its request (a server computing it)")
+      ->check(CLI::Range(0, 60'000));
   app.add_option("--max-body", cfg.max_body, "largest body served, bytes");
   app.add_option("--idle-timeout-ms", cfg.idle_timeout_ms, "QUIC idle timeout");
   app.add_option("--max-connections", cfg.max_connections, "per worker");

@@ -138,6 +138,27 @@ class MigrationBehaviours(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertFalse(ok)
         self.expect_moved_to(moved, env.C4[0])
 
+    def test_think_time_delays_each_response(self):
+        """--think-ms: the response waits that long after its request (the connection goes
+        on meanwhile); without it the same download is at once."""
+        took = {}
+        for think in (0, 700):
+            server = env.Server(SERVER, self.work, self.cert, self.key, "--workers", "1",
+                                "--think-ms", str(think))
+            try:
+                t0 = time.monotonic()
+                p, dl = env.gtlsclient(self.work, env.S4, "https://localhost/bytes/100000")
+                rc, size, log = env.finish(p, dl, "https://localhost/bytes/100000")
+                took[think] = time.monotonic() - t0
+                self.assertTrue(server.alive(), "server died")
+            finally:
+                stats = server.stop()
+            self.assertEqual((rc, size), (0, 100000), log[-2000:])
+            self.assertEqual(env.total(stats, "requests"), 1)
+        print(f"\n[think] download {took[0]:.3f} s at once, {took[700]:.3f} s with 700 ms")
+        self.assertGreaterEqual(took[700], 0.7)
+        self.assertGreaterEqual(took[700] - took[0], 0.5)
+
 
 @unittest.skipIf(skip_reason(), skip_reason())
 class SteeringAndBadPackets(artifacts.KeepOnFailure, unittest.TestCase):
