@@ -90,10 +90,12 @@ def pcap_packets(path):
 
 class Batch:
     def __init__(self, experiment, profile, channel_rate, page_names, rounds, timeout=180,
-                 work=None, variants=None, corpus=None, qlog_dir=None):
+                 work=None, variants=None, corpus=None, qlog_dir=None, think_ms=None):
         """`corpus`: (its directory, its manifest) from prepare_corpus(); `page_names` are
-        then corpus page ids. `qlog_dir`: gtlsserver writes a qlog per connection there."""
-        self.corpus, self.qlog_dir = corpus, qlog_dir
+        then corpus page ids. `qlog_dir`: gtlsserver writes a qlog per connection there.
+        `think_ms`: the pages are served by quicstep-server (ngtcp2, as gtlsserver) with
+        that think time before each response."""
+        self.corpus, self.qlog_dir, self.think_ms = corpus, qlog_dir, think_ms
         self.experiment, self.profile, self.rate = experiment, profile, channel_rate
         self.page_names, self.rounds, self.timeout = page_names, rounds, timeout
         self.work = tempfile.mkdtemp(prefix="quicstep-pageload-", dir=work)
@@ -129,6 +131,16 @@ class Batch:
         key, cert, self.spki = certs.make_certificate(self.work, names=names)
         if self.corpus:
             self.start_corpus_servers(htdocs, key, cert)
+        elif self.think_ms is not None:
+            for s in self.lab["servers"]:
+                for fam in ("v4", "v6"):
+                    addr = s[fam]
+                    listen = f"[{addr}]:443" if fam == "v6" else f"{addr}:443"
+                    self.start_server(s["netns"], [
+                        binaries.path("quicstep-server"), "--listen", listen, "--cert", cert,
+                        "--key", key, "--workers", "1", "--migration", "full", "--htdocs",
+                        htdocs, "--think-ms", str(self.think_ms)],
+                        f"quicstep-server-{s['name']}-{fam}")
         else:
             qlog = [f"--qlog-dir={self.qlog_dir}"] if self.qlog_dir else []
             for srv in sorted({s["netns"] for s in self.lab["servers"]}):

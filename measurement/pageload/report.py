@@ -160,6 +160,7 @@ def write(csv_path, out):
     md += diagnosis(data)
     md += hold(data, out)
     md += bound(data)
+    md += think(data)
     md += native_paths(data)
     md += proxy_channel(data)
     md += corpus(data, out)
@@ -472,6 +473,32 @@ def bound(data):
     failed = [r for r in rows if r["qs_failed_back"] not in ("", "0")]
     md += ["", f"Watchdog failures in the two extra modes: {len(failed)} of {len(rows)} loads.", ""]
     return md
+
+
+def think(data):
+    """The `think` batches: pages served with a think time before each response (a server
+    computing them), during which a moved flow's path validation can happen."""
+    keys = [k for k in {k[:4] for k in data.by} if k[0].startswith("think")]
+    if not keys:
+        return []
+    md = ["## When the server thinks (`think` batches)", "",
+          "Profile `london-ohio`, channel 5 Mbit/s; the pages served by quicstep-server (ngtcp2 "
+          "0.12.1, as gtlsserver) with `--think-ms` 0, 150 or 300: each response starts that long "
+          "after its request arrived, as on a server that computes the page. Native, full VPN "
+          "and QUICstep (default config) side by side in each round; medians of TTFB + PLT (ms; "
+          "the think time is in every mode's TTFB).", "",
+          "| think ms | page | native / VPN / QS ms | QS − native ms | QS/VPN | QS/native | "
+          "QS TTFB / VPN TTFB | rounds |",
+          "|---|---|---|---|---|---|---|---|"]
+    order = lambda k: (int(k[0][5:]), SIZES.index(k[3]))  # noqa: E731
+    for k4 in sorted(keys, key=order):
+        tot = [data.median(k4 + (m,), "ttfb_ms") + data.median(k4 + (m,), "plt_ms") for m in MODES]
+        ttfb = [data.median(k4 + (m,), "ttfb_ms") for m in MODES]
+        rounds = min(len(data.values(k4 + (m,), "plt_ms")) for m in MODES)
+        md.append(f"| {k4[0][5:]} | {k4[3]} | {' / '.join(ms(x) for x in tot)} | "
+                  f"{ms(tot[2] - tot[0])} | {fmt(tot[2] / tot[1])} | {fmt(tot[2] / tot[0])} | "
+                  f"{fmt(ttfb[2] / ttfb[1])} | {rounds} |")
+    return md + [""]
 
 
 def native_paths(data):

@@ -18,6 +18,9 @@
            what the move costs without the server's path validation and congestion reset)
            and QUICstep holding each flow on the channel for 64 short headers (small flows
            never move)
+  think    london-ohio at 5 Mbit/s, 100 KB and 1 MB, served by quicstep-server with a think
+           time before each response (--think-ms, default 0 150 300; experiments think0,
+           think150, ...): native, full VPN, QUICstep, when the server computes its pages
   proxy    london-ohio at 5 Mbit/s to the proxy: native, the full proxy (all traffic through
            Shadowsocks) and quicstepd with Shadowsocks as its tproxy channel; 100 KB, 1 MB,
            10 MB (the user's alternative where WireGuard is blocked)
@@ -51,8 +54,12 @@ TABLE2_PROFILES = ("london-ohio", "london-tokyo", "london-frankfurt", "newjersey
 TABLE3_PROFILES = ("london-ohio-near", "london-tokyo-near")
 
 
+THINK_MS = (0, 150, 300)
+
+
 def plan(args):
-    """(experiment, profile, channel rate or None, pages, rounds, variants) per batch."""
+    """(experiment, profile, channel rate or None, pages, rounds, variants, think ms or None)
+    per batch."""
     sizes = ["10KB", "100KB", "1MB", "10MB"]
     out = []
     if "table5" in args.experiments:
@@ -86,6 +93,10 @@ def plan(args):
             out.append(("bound", args.table5_profile, rate, sizes[:3], args.rounds,
                         harness.DEFAULT_VARIANTS + [harness.PERMISSIVE_VARIANT,
                                                     harness.STAY_VARIANT]))
+    if "think" in args.experiments:
+        for think in args.think_ms:
+            out.append((f"think{think}", args.table5_profile, 5, ["100KB", "1MB"], args.rounds,
+                        None, think))
     if "proxy" in args.experiments:
         from measurement.pageload import harness
         out.append(("proxy", args.table5_profile, 5, ["100KB", "1MB", "10MB"], args.rounds,
@@ -97,7 +108,7 @@ def plan(args):
         ids = [ids[round(i * (len(ids) - 1) / max(1, n - 1))] for i in range(n)]
         for p in args.corpus_profiles:
             out.append(("corpus", p, 5, ids, args.rounds, None))
-    return out
+    return [b if len(b) == 7 else b + (None,) for b in out]
 
 
 def done_batches(csv_path):
@@ -114,9 +125,11 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--experiments", nargs="+",
                     default=["table5", "table2", "table3", "hold", "paths"],
-                    choices=["table5", "table2", "table3", "hold", "paths", "tun", "bound", "proxy",
-                             "corpus"])
+                    choices=["table5", "table2", "table3", "hold", "paths", "tun", "bound", "think",
+                             "proxy", "corpus"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
+    ap.add_argument("--think-ms", type=int, nargs="+", default=list(THINK_MS),
+                    help="think: the servers' think times, one batch each")
     ap.add_argument("--table5-profile", default="london-ohio")
     ap.add_argument("--corpus-pages", type=int, default=100,
                     help="corpus: how many of its 100 pages (an even sample)")
@@ -132,7 +145,7 @@ def main():
             sys.exit("run_experiments: run as root (network namespaces)")
         from measurement.pageload import batch_record, harness
         done = done_batches(csv_path) if args.skip_done else set()
-        for exp, profile, rate, page_names, rounds, variants in plan(args):
+        for exp, profile, rate, page_names, rounds, variants, think in plan(args):
             key = (exp, profile, "" if rate is None else str(rate))
             if key in done:
                 harness.log(f"skip {key}: already in {csv_path}")
@@ -146,7 +159,7 @@ def main():
             commit, tree = batch_record.source_state()
             corpus = harness.prepare_corpus() if exp == "corpus" else None
             batch = harness.Batch(exp, profile, rate, page_names, rounds, variants=variants,
-                                  corpus=corpus)
+                                  corpus=corpus, think_ms=think)
             try:
                 batch.up()
                 rows = batch.run()
