@@ -76,6 +76,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--no-lock", action="store_true")
+    ap.add_argument("--think-ms", type=int, default=None,
+                    help="serve the pages with quicstep-server and this think time")
     ap.add_argument("--keep-captures", metavar="DIR",
                     help="keep each load's two captures in DIR (diag-ROUND-MODE-PAGE-IFACE.pcap)")
     ap.add_argument("--with-hold", action="store_true",
@@ -87,7 +89,7 @@ def main():
         fcntl.flock(lock, fcntl.LOCK_EX)
     variants = harness.DEFAULT_VARIANTS + ([harness.HOLD_VARIANT] if args.with_hold else [])
     batch = harness.Batch("diagnose", args.profile, args.channel_rate, args.page, args.rounds,
-                          variants=variants)
+                          variants=variants, think_ms=args.think_ms)
     rows = []
     try:
         batch.up()
