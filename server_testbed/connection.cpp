@@ -124,6 +124,25 @@ int Connection::init(const AcceptInfo& info, ngtcp2_tstamp now) {
     params.original_dcid = info.hd.dcid;
   }
 
+  if (!cfg.qlog_dir.empty()) {
+    // Named after the client's original DCID, as ngtcp2's example server names its qlogs.
+    std::string name = cfg.qlog_dir + "/";
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (std::size_t i = 0; i < params.original_dcid.datalen; ++i) {
+      name += kHex[params.original_dcid.data[i] >> 4];
+      name += kHex[params.original_dcid.data[i] & 0xf];
+    }
+    qlog_ = std::fopen((name + ".sqlog").c_str(), "w");  // none written if it cannot open
+    if (qlog_) {
+      settings.qlog.odcid = params.original_dcid;
+      settings.qlog.write = [](void* user_data, std::uint32_t flags, const void* data,
+                               std::size_t len) {
+        static_cast<Connection*>(user_data)->write_qlog(data, len,
+                                                        flags & NGTCP2_QLOG_WRITE_FLAG_FIN);
+      };
+    }
+  }
+
   const ngtcp2_callbacks callbacks = make_callbacks();
   ngtcp2_path path = quic::make_path(local_, original_remote_);
   if (ngtcp2_conn_server_new(&conn_, &info.hd.scid, &scid_, &path, info.hd.version, &callbacks,
@@ -142,6 +161,16 @@ Connection::~Connection() {
   h3_.reset();
   if (conn_) ngtcp2_conn_del(conn_);
   if (tls_) gnutls_deinit(tls_);
+  if (qlog_) std::fclose(qlog_);
+}
+
+void Connection::write_qlog(const void* data, std::size_t len, bool fin) {
+  if (!qlog_) return;
+  std::fwrite(data, 1, len, qlog_);
+  if (fin) {
+    std::fclose(qlog_);
+    qlog_ = nullptr;
+  }
 }
 
 Connection::Status Connection::on_datagram(const sockaddr_storage& from, const std::uint8_t* data,

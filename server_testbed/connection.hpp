@@ -8,6 +8,7 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <sys/socket.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -84,6 +85,11 @@ class Connection {
   bool closing_ = false;
   ngtcp2_tstamp close_deadline_ = 0;
   std::unordered_set<std::string> cid_keys_;
+  std::FILE* qlog_ = nullptr;  // --qlog-dir: this connection's qlog, closed with it
+
+ public:
+  // ngtcp2's qlog writer (settings.qlog.write): appends to qlog_.
+  void write_qlog(const void* data, std::size_t len, bool fin);
 };
 
 }  // namespace quicstep::server_testbed

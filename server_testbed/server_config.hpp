@@ -28,6 +28,7 @@ struct ServerConfig {
   std::string htdocs;                   // directory served; empty: only /bytes/N
   std::uint64_t max_body = 1ull << 30;  // largest /bytes/N and file served
   std::uint32_t think_ms = 0;           // each response waits this long after its request
+  std::string qlog_dir;                 // a qlog per connection (ngtcp2's JSON-SEQ); empty: none
   std::uint32_t idle_timeout_ms = 30000;
   std::uint32_t max_connections = 20000;  // per worker; beyond it new Initials are ignored
   std::string stats_file;               // JSON counters, rewritten every second; empty: none

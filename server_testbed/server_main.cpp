@@ -104,6 +104,9 @@ void add_options(CLI::App& app, qs::ServerConfig& cfg, RawOptions& raw) {
   app.add_option("--cert", cfg.cert_file, "PEM certificate")->required();
   app.add_option("--key", cfg.key_file, "PEM private key")->required();
   app.add_option("--htdocs", cfg.htdocs, "directory to serve (besides /bytes/N)");
+  app.add_option("--qlog-dir", cfg.qlog_dir,
+                 "write a qlog per connection there (ngtcp2's JSON-SEQ, named by its DCID)")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--think-ms", cfg.think_ms,
                  "each response waits this long after its request (a server computing it)")
       ->check(CLI::Range(0, 60'000));

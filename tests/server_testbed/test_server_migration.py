@@ -14,6 +14,7 @@ import threading
 import time
 import unittest
 
+from measurement.pageload import move_cost
 from qs_support import artifacts, binaries
 from server_testbed.bench import srvt_env as env
 
@@ -140,11 +141,15 @@ class MigrationBehaviours(artifacts.KeepOnFailure, unittest.TestCase):
 
     def test_think_time_delays_each_response(self):
         """--think-ms: the response waits that long after its request (the connection goes
-        on meanwhile); without it the same download is at once."""
+        on meanwhile); without it the same download is at once. --qlog-dir: a qlog of the
+        connection, in ngtcp2's JSON-SEQ, that move_cost.py reads."""
         took = {}
+        qlogs = os.path.join(self.work, "qlog")
+        os.makedirs(qlogs, exist_ok=True)
         for think in (0, 700):
+            extra = ("--qlog-dir", qlogs) if think else ()
             server = env.Server(SERVER, self.work, self.cert, self.key, "--workers", "1",
-                                "--think-ms", str(think))
+                                "--think-ms", str(think), *extra)
             try:
                 t0 = time.monotonic()
                 p, dl = env.gtlsclient(self.work, env.S4, "https://localhost/bytes/100000")
@@ -158,6 +163,11 @@ class MigrationBehaviours(artifacts.KeepOnFailure, unittest.TestCase):
         print(f"\n[think] download {took[0]:.3f} s at once, {took[700]:.3f} s with 700 ms")
         self.assertGreaterEqual(took[700], 0.7)
         self.assertGreaterEqual(took[700] - took[0], 0.5)
+        names = os.listdir(qlogs)
+        self.assertEqual(len(names), 1, names)
+        events = move_cost.read_qlog(os.path.join(qlogs, names[0]))
+        sent = [e for e in events if e["name"] == "transport:packet_sent"]
+        self.assertGreater(len(sent), 50, "100 KB and the handshake: more than 50 packets")
 
 
 @unittest.skipIf(skip_reason(), skip_reason())
