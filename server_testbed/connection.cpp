@@ -134,6 +134,9 @@ int Connection::init(const AcceptInfo& info, ngtcp2_tstamp now) {
     }
     qlog_ = std::fopen((name + ".sqlog").c_str(), "w");  // none written if it cannot open
     if (qlog_) {
+      // Line-buffered: every record (JSON-SEQ ends each with a newline) is in the file as
+      // soon as it is written, so a reader need not wait for the connection to end.
+      std::setvbuf(qlog_, nullptr, _IOLBF, 1 << 16);
       settings.qlog.odcid = params.original_dcid;
       settings.qlog.write = [](void* user_data, std::uint32_t flags, const void* data,
                                std::size_t len) {

@@ -94,7 +94,7 @@ class Batch:
         """`corpus`: (its directory, its manifest) from prepare_corpus(); `page_names` are
         then corpus page ids. `qlog_dir`: gtlsserver writes a qlog per connection there.
         `think_ms`: the pages are served by quicstep-server (ngtcp2, as gtlsserver) with
-        that think time before each response."""
+        that think time before each response (and its qlogs in `qlog_dir`)."""
         self.corpus, self.qlog_dir, self.think_ms = corpus, qlog_dir, think_ms
         self.experiment, self.profile, self.rate = experiment, profile, channel_rate
         self.page_names, self.rounds, self.timeout = page_names, rounds, timeout
@@ -139,7 +139,8 @@ class Batch:
                     self.start_server(s["netns"], [
                         binaries.path("quicstep-server"), "--listen", listen, "--cert", cert,
                         "--key", key, "--workers", "1", "--migration", "full", "--htdocs",
-                        htdocs, "--think-ms", str(self.think_ms)],
+                        htdocs, "--think-ms", str(self.think_ms),
+                        *(["--qlog-dir", self.qlog_dir] if self.qlog_dir else [])],
                         f"quicstep-server-{s['name']}-{fam}")
         else:
             qlog = [f"--qlog-dir={self.qlog_dir}"] if self.qlog_dir else []

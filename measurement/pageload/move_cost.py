@@ -178,6 +178,8 @@ def main():
                     help="more QUICstep variants sending that many bytes of lift datagrams "
                          "(@MS: [native_switch] lift_delay_ms)")
     ap.add_argument("--keep-qlogs", metavar="DIR", help="copy each load's server qlogs there")
+    ap.add_argument("--think-ms", type=int, default=None,
+                    help="serve with quicstep-server and this think time before each response")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("move_cost: run as root (network namespaces)")
@@ -190,7 +192,7 @@ def main():
     qlog_dir = None
     batch = harness.Batch("move_cost", args.profile, rate, args.pages, args.rounds,
                           variants=harness.DEFAULT_VARIANTS + [EXTRA_VARIANTS[v] for v in args.also]
-                          + [lift_variant(n) for n in args.lift])
+                          + [lift_variant(n) for n in args.lift], think_ms=args.think_ms)
     try:
         qlog_dir = os.path.join(batch.work, "qlog")
         os.makedirs(qlog_dir)
