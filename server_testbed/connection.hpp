@@ -64,6 +64,8 @@ class Connection {
   int on_extend_stream_data(std::int64_t id);
   void on_handshake_completed();
   void on_path_validation(ngtcp2_path_validation_result res);
+  // ngtcp2's qlog writer (settings.qlog.write, --qlog-dir): appends to this connection's qlog.
+  void write_qlog(const void* data, std::size_t len, bool fin);
   ngtcp2_conn* conn() const { return conn_; }
 
  private:
@@ -86,10 +88,6 @@ class Connection {
   ngtcp2_tstamp close_deadline_ = 0;
   std::unordered_set<std::string> cid_keys_;
   std::FILE* qlog_ = nullptr;  // --qlog-dir: this connection's qlog, closed with it
-
- public:
-  // ngtcp2's qlog writer (settings.qlog.write): appends to qlog_.
-  void write_qlog(const void* data, std::size_t len, bool fin);
 };
 
 }  // namespace quicstep::server_testbed

@@ -88,6 +88,13 @@ def pcap_packets(path):
     return out
 
 
+def quicstep_server_argv(addr, fam, cert, key, htdocs, *extra):
+    """quicstep-server (one worker) serving `htdocs` on `addr`:443 of family `fam`."""
+    listen = f"[{addr}]:443" if fam == "v6" else f"{addr}:443"
+    return [binaries.path("quicstep-server"), "--listen", listen, "--cert", cert, "--key", key,
+            "--workers", "1", "--htdocs", htdocs, *extra]
+
+
 class Batch:
     def __init__(self, experiment, profile, channel_rate, page_names, rounds, timeout=180,
                  work=None, variants=None, corpus=None, qlog_dir=None, think_ms=None):
@@ -132,16 +139,12 @@ class Batch:
         if self.corpus:
             self.start_corpus_servers(htdocs, key, cert)
         elif self.think_ms is not None:
+            qlog = ["--qlog-dir", self.qlog_dir] if self.qlog_dir else []
             for s in self.lab["servers"]:
                 for fam in ("v4", "v6"):
-                    addr = s[fam]
-                    listen = f"[{addr}]:443" if fam == "v6" else f"{addr}:443"
-                    self.start_server(s["netns"], [
-                        binaries.path("quicstep-server"), "--listen", listen, "--cert", cert,
-                        "--key", key, "--workers", "1", "--migration", "full", "--htdocs",
-                        htdocs, "--think-ms", str(self.think_ms),
-                        *(["--qlog-dir", self.qlog_dir] if self.qlog_dir else [])],
-                        f"quicstep-server-{s['name']}-{fam}")
+                    self.start_server(s["netns"], quicstep_server_argv(
+                        s[fam], fam, cert, key, htdocs, "--migration", "full", "--think-ms",
+                        str(self.think_ms), *qlog), f"quicstep-server-{s['name']}-{fam}")
         else:
             qlog = [f"--qlog-dir={self.qlog_dir}"] if self.qlog_dir else []
             for srv in sorted({s["netns"] for s in self.lab["servers"]}):
@@ -177,11 +180,9 @@ class Batch:
             for fam in ("v4", "v6"):
                 addr = s[fam]
                 if s["name"] in frozen:
-                    listen = f"[{addr}]:443" if fam == "v6" else f"{addr}:443"
-                    argv = [binaries.path("quicstep-server"), "--listen", listen, "--cert",
-                            cert, "--key", key, "--workers", "1", "--migration", "none",
-                            "--htdocs", htdocs]
-                    self.start_server(s["netns"], argv, f"quicstep-server-{s['name']}-{fam}")
+                    self.start_server(s["netns"], quicstep_server_argv(
+                        addr, fam, cert, key, htdocs, "--migration", "none"),
+                        f"quicstep-server-{s['name']}-{fam}")
                 else:
                     argv = ["gtlsserver", "--quiet", f"--htdocs={htdocs}", addr, "443", key,
                             cert]

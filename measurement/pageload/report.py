@@ -483,7 +483,7 @@ def think(data):
         return []
     md = ["## When the server thinks (`think` batches)", "",
           "Profile `london-ohio`, channel 5 Mbit/s; the pages served by quicstep-server (ngtcp2 "
-          "0.12.1, as gtlsserver) with `--think-ms` 0, 150 or 300: each response starts that long "
+          "0.12.1, as gtlsserver) with `--think-ms`, one batch per value: each response starts that long "
           "after its request arrived, as on a server that computes the page. Native, full VPN "
           "and QUICstep (default config) side by side in each round; medians of TTFB + PLT (ms; "
           "the think time is in every mode's TTFB).", "",
