@@ -15,6 +15,12 @@ timeline of the response (milliseconds after the request arrived, the qlog's clo
                   resets it and the RTT estimate on a new address, RFC 9000 §9.4)
   size_before/after  the largest datagram sent before the move and in the first RTT after
                   it (a new path starts again at 1,200 bytes until PMTUD probes it)
+  rtt_sample      the server's first RTT sample after the move (its estimate was reset)
+  srtt_native     the server's smoothed RTT when it sent its first response byte after the
+                  move: ngtcp2 paces a flight at cwnd x 1.25 per smoothed RTT, so a flight
+                  sent before any sample on the new path waits as if the RTT were 333 ms
+  stall_ms        the longest pause between response packets after the move, and
+  stall_at_ms     when it began (a pause the pacer makes, or one for lost packets)
 
   python3 -m measurement.pageload.move_cost --profile london-ohio --channel-rate 5 \\
       --pages 100KB 1MB --rounds 5 [--also hold queue] --out measurement/pageload/results
@@ -47,7 +53,8 @@ def lift_variant(spec):
 FIELDS = ["profile", "channel_rate_mbit", "page", "mode", "round", "ttfb_ms", "plt_ms",
           "connections", "first_data_ms", "move_ms", "validated_ms", "last_data_ms",
           "kb_before_move", "kb_validating", "kb_total", "cwnd_before", "cwnd_after",
-          "srtt_before", "srtt_after", "size_before", "size_after"]
+          "srtt_before", "srtt_after", "size_before", "size_after", "rtt_sample_ms",
+          "srtt_native", "stall_ms", "stall_at_ms"]
 
 
 def read_qlog(path):
@@ -122,6 +129,24 @@ def timeline(events):
                     "srtt_before": metric("smoothed_rtt", True),
                     "srtt_after": metric("smoothed_rtt", False),
                     "size_before": size(t_req, move), "size_after": size(move, move + srtt)})
+        out.update(_after_move(move, t_req, data, metrics))
+    return out
+
+
+def _after_move(move, t_req, data, metrics):
+    """The pacing seen after the move: the server's first RTT sample, its smoothed RTT when
+    the response's first packet left on the new path, and the longest pause after it."""
+    out = {}
+    sample = next((e["time"] for e in metrics if e["time"] >= move and "latest_rtt" in e["data"]),
+                  None)
+    out["rtt_sample_ms"] = None if sample is None else sample - t_req
+    after = [e for e in data if e["time"] >= move]
+    if after:
+        srtt = [e for e in metrics if e["time"] <= after[0]["time"] and "smoothed_rtt" in e["data"]]
+        out["srtt_native"] = srtt[-1]["data"]["smoothed_rtt"] if srtt else None
+    if len(after) > 1:
+        gap, at = max((b["time"] - a["time"], a["time"]) for a, b in zip(after, after[1:]))
+        out.update({"stall_ms": gap, "stall_at_ms": at - t_req})
     return out
 
 
@@ -150,7 +175,8 @@ def medians(rows):
         groups.setdefault((r["page"], r["mode"]), []).append(r)
     cols = ["ttfb_ms", "plt_ms", "first_data_ms", "move_ms", "validated_ms", "last_data_ms",
             "kb_before_move", "kb_validating", "cwnd_before", "cwnd_after", "srtt_before",
-            "srtt_after", "size_before", "size_after"]
+            "srtt_after", "size_before", "size_after", "rtt_sample_ms", "srtt_native", "stall_ms",
+            "stall_at_ms"]
     md = ["| page | mode | loads | " + " | ".join(cols) + " |",
           "|---|---|---|" + "---|" * len(cols)]
     for (page, mode), rs in sorted(groups.items()):

@@ -67,6 +67,28 @@ class TimelineTest(unittest.TestCase):
         self.assertEqual((t["srtt_before"], t["srtt_after"]), (80, 333))
         self.assertEqual((t["size_before"], t["size_after"]), (1452, 1200))
 
+    def test_a_flight_paced_at_the_reset_rtt(self):
+        # The response waits for the validation, leaves in one flight while the estimate is
+        # still the reset 333 ms, and the next packet leaves only ~270 ms later.
+        events = [
+            received(100, [stream(0, 300)]),
+            sent(101, 1200, [stream(0, 1100)]),
+            sent(180, 1200, [{"frame_type": "path_challenge"}]),
+            ev(180, "recovery:metrics_updated", congestion_window=14720, smoothed_rtt=333),
+            received(260, [{"frame_type": "path_response"}]),
+            sent(261, 1452, [stream(0, 1400)]),
+            sent(262, 1452, [stream(0, 1400)]),
+            ev(280, "recovery:metrics_updated", latest_rtt=78, smoothed_rtt=78),
+            sent(530, 1452, [stream(0, 1400)]),
+            sent(531, 1452, [stream(0, 1400)]),
+        ]
+        path = write_qlog(events)
+        self.addCleanup(os.unlink, path)
+        t = move_cost.timeline(move_cost.read_qlog(path))
+        self.assertEqual(t["rtt_sample_ms"], 180)
+        self.assertEqual(t["srtt_native"], 333)
+        self.assertEqual((t["stall_ms"], t["stall_at_ms"]), (268, 162))
+
     def test_a_connection_that_stayed(self):
         path = write_qlog([received(5, [stream(0, 300)]), sent(6, 1452, [stream(0, 1400)]),
                            sent(9, 1452, [stream(0, 900)])])

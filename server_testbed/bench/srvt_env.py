@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 from qs_support import artifacts, certs
@@ -99,7 +100,7 @@ def total(stats, key):
 
 
 def gtlsclient(workdir, host, uri, extra=(), timeout=8, name="dl"):
-    """Runs gtlsclient in NS_C; returns (exit code, downloaded size, log text)."""
+    """Starts gtlsclient in NS_C; returns (process, download directory) for finish()."""
     dl = os.path.join(workdir, name)
     shutil.rmtree(dl, ignore_errors=True)
     os.makedirs(dl)
@@ -110,8 +111,41 @@ def gtlsclient(workdir, host, uri, extra=(), timeout=8, name="dl"):
     return p, dl
 
 
-def finish(p, dl, uri):
-    out, _ = p.communicate(timeout=30)
+HANDSHAKE_COMPLETED = "QUIC handshake has completed"  # gtlsclient's line (not with --quiet)
+
+
+class ClientOutput:
+    """A running gtlsclient's output, read as it comes (the pipe never fills), so that a test
+    acts once the client's handshake has completed instead of after a guessed delay (its
+    --change-local-addr timer starts there)."""
+
+    def __init__(self, p):
+        self._lines = []
+        self.handshake = threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(p.stdout,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe):
+        for raw in pipe:
+            line = raw.decode(errors="replace")
+            self._lines.append(line)
+            if HANDSHAKE_COMPLETED in line:
+                self.handshake.set()
+
+    def text(self):
+        self._thread.join(timeout=30)
+        return "".join(self._lines)
+
+
+def finish(p, dl, uri, output=None):
+    """Waits for gtlsclient; returns (exit code, downloaded size, log text). output: the
+    ClientOutput already reading its log, if any."""
+    if output:
+        p.wait(timeout=30)
+        out = output.text().encode()
+        p.stdout.close()
+    else:
+        out, _ = p.communicate(timeout=30)
     path = os.path.join(dl, uri.rsplit("/", 1)[-1])
     size = os.path.getsize(path) if os.path.exists(path) else 0
     return p.returncode, size, out.decode(errors="replace")

@@ -59,10 +59,13 @@ class MigrationBehaviours(artifacts.KeepOnFailure, unittest.TestCase):
                             "--migration", policy, *server_args, listen=listen)
         try:
             p, dl = env.gtlsclient(self.work, host, URI, client_args, timeout=timeout)
+            output = env.ClientOutput(p)
             if address_change:
-                time.sleep(0.15)  # after the handshake, before the client moves
+                # After the handshake (the connection was made from the first address),
+                # before the client moves (--change-local-addr counts from there).
+                self.assertTrue(output.handshake.wait(timeout), "gtlsclient: no handshake")
                 env.use_source(env.C4[1], env.C6[1])
-            rc, size, log = env.finish(p, dl, URI)
+            rc, size, log = env.finish(p, dl, URI, output)
             self.assertTrue(server.alive(), "server died")
         finally:
             stats = server.stop()
