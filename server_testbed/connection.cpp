@@ -303,8 +303,25 @@ Connection::Status Connection::write(ngtcp2_tstamp now) {
     send(ps.path, buf.data(), static_cast<std::size_t>(nwrite));
     ++packets;
   }
-  ngtcp2_conn_update_pkt_tx_time(conn_, now);
+  ngtcp2_conn_update_pkt_tx_time(conn_, paced_from(now));
   return Status::ok;
+}
+
+// ngtcp2 0.12.1 paces what was just written at cwnd x 1.25 per smoothed RTT and fixes the
+// time of the next write then. Before the path's first RTT sample that RTT is the 333 ms
+// initial value (RFC 9002 §6.2.2; reset on a new client address, RFC 9000 §9.4), so the
+// flight written the moment a new path is validated holds the next one ~270 ms although
+// the sample comes one RTT later (measurement/results/2026-12-05-pacing.md). ngtcp2 0.14
+// and later pace at 1 ms until the first sample (its commit 47b8869). With
+// --unpaced-first-flight the flight is charged from one smoothed RTT back: a flight of at
+// most a congestion window lasts at most srtt / 1.25 at that rate, so the next write is
+// due at once, as with the newer ngtcp2; what was written is still accounted.
+ngtcp2_tstamp Connection::paced_from(ngtcp2_tstamp now) const {
+  if (!worker_.config().unpaced_first_flight) return now;
+  ngtcp2_conn_stat cstat;
+  ngtcp2_conn_get_conn_stat(conn_, &cstat);
+  if (cstat.first_rtt_sample_ts != UINT64_MAX || now <= cstat.smoothed_rtt) return now;
+  return now - cstat.smoothed_rtt;
 }
 
 int Connection::on_new_cid(ngtcp2_cid* cid, std::uint8_t* token, std::size_t cidlen) {

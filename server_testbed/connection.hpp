@@ -74,6 +74,8 @@ class Connection {
   Status start_closing(int liberr, ngtcp2_tstamp now);
   Status fail_application(int h3err, ngtcp2_tstamp now);
   void send(const ngtcp2_path& path, const std::uint8_t* data, std::size_t len);
+  // The time ngtcp2 paces the flight just written from (--unpaced-first-flight).
+  ngtcp2_tstamp paced_from(ngtcp2_tstamp now) const;
 
   Worker& worker_;
   sockaddr_storage local_{};

@@ -29,6 +29,10 @@ struct ServerConfig {
   std::uint64_t max_body = 1ull << 30;  // largest /bytes/N and file served
   std::uint32_t think_ms = 0;           // each response waits this long after its request
   std::string qlog_dir;                 // a qlog per connection (ngtcp2's JSON-SEQ); empty: none
+  // A flight written while the current path has no RTT sample (after an address change ngtcp2
+  // resets the estimate to 333 ms) is not paced, as with ngtcp2 >= 0.14; the congestion window
+  // bounds it. Off: Debian's ngtcp2 0.12.1, which then holds the next flight ~270 ms (README).
+  bool unpaced_first_flight = false;
   std::uint32_t idle_timeout_ms = 30000;
   std::uint32_t max_connections = 20000;  // per worker; beyond it new Initials are ignored
   std::string stats_file;               // JSON counters, rewritten every second; empty: none

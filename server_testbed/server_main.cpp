@@ -110,6 +110,9 @@ void add_options(CLI::App& app, qs::ServerConfig& cfg, RawOptions& raw) {
   app.add_option("--think-ms", cfg.think_ms,
                  "each response waits this long after its request (a server computing it)")
       ->check(CLI::Range(0, 60'000));
+  app.add_flag("--unpaced-first-flight", cfg.unpaced_first_flight,
+               "do not pace a flight sent before the path's first RTT sample (after an "
+               "address change ngtcp2 would pace it at its 333 ms initial RTT)");
   app.add_option("--max-body", cfg.max_body, "largest body served, bytes");
   app.add_option("--idle-timeout-ms", cfg.idle_timeout_ms, "QUIC idle timeout");
   app.add_option("--max-connections", cfg.max_connections, "per worker");

@@ -97,12 +97,15 @@ def quicstep_server_argv(addr, fam, cert, key, htdocs, *extra):
 
 class Batch:
     def __init__(self, experiment, profile, channel_rate, page_names, rounds, timeout=180,
-                 work=None, variants=None, corpus=None, qlog_dir=None, think_ms=None):
+                 work=None, variants=None, corpus=None, qlog_dir=None, think_ms=None,
+                 server_args=()):
         """`corpus`: (its directory, its manifest) from prepare_corpus(); `page_names` are
         then corpus page ids. `qlog_dir`: gtlsserver writes a qlog per connection there.
         `think_ms`: the pages are served by quicstep-server (ngtcp2, as gtlsserver) with
-        that think time before each response (and its qlogs in `qlog_dir`)."""
+        that think time before each response (and its qlogs in `qlog_dir`); `server_args`:
+        more of quicstep-server's options then."""
         self.corpus, self.qlog_dir, self.think_ms = corpus, qlog_dir, think_ms
+        self.server_args = list(server_args)
         self.experiment, self.profile, self.rate = experiment, profile, channel_rate
         self.page_names, self.rounds, self.timeout = page_names, rounds, timeout
         self.work = tempfile.mkdtemp(prefix="quicstep-pageload-", dir=work)
@@ -144,7 +147,8 @@ class Batch:
                 for fam in ("v4", "v6"):
                     self.start_server(s["netns"], quicstep_server_argv(
                         s[fam], fam, cert, key, htdocs, "--migration", "full", "--think-ms",
-                        str(self.think_ms), *qlog), f"quicstep-server-{s['name']}-{fam}")
+                        str(self.think_ms), *qlog, *self.server_args),
+                        f"quicstep-server-{s['name']}-{fam}")
         else:
             qlog = [f"--qlog-dir={self.qlog_dir}"] if self.qlog_dir else []
             for srv in sorted({s["netns"] for s in self.lab["servers"]}):

@@ -206,7 +206,12 @@ def main():
     ap.add_argument("--keep-qlogs", metavar="DIR", help="copy each load's server qlogs there")
     ap.add_argument("--think-ms", type=int, default=None,
                     help="serve with quicstep-server and this think time before each response")
+    ap.add_argument("--unpaced-first-flight", action="store_true",
+                    help="with --think-ms: quicstep-server does not pace a flight sent before "
+                         "the new path's first RTT sample")
     args = ap.parse_args()
+    if args.unpaced_first_flight and args.think_ms is None:
+        ap.error("--unpaced-first-flight needs --think-ms (it is quicstep-server's option)")
     if os.geteuid() != 0:
         sys.exit("move_cost: run as root (network namespaces)")
     rate = int(args.channel_rate) if args.channel_rate == int(args.channel_rate) else args.channel_rate
@@ -218,7 +223,9 @@ def main():
     qlog_dir = None
     batch = harness.Batch("move_cost", args.profile, rate, args.pages, args.rounds,
                           variants=harness.DEFAULT_VARIANTS + [EXTRA_VARIANTS[v] for v in args.also]
-                          + [lift_variant(n) for n in args.lift], think_ms=args.think_ms)
+                          + [lift_variant(n) for n in args.lift], think_ms=args.think_ms,
+                          server_args=["--unpaced-first-flight"] if args.unpaced_first_flight
+                          else [])
     try:
         qlog_dir = os.path.join(batch.work, "qlog")
         os.makedirs(qlog_dir)

@@ -498,6 +498,13 @@ def think(data):
         md.append(f"| {k4[0][5:]} | {k4[3]} | {' / '.join(ms(x) for x in tot)} | "
                   f"{ms(tot[2] - tot[0])} | {fmt(tot[2] / tot[1])} | {fmt(tot[2] / tot[0])} | "
                   f"{fmt(ttfb[2] / ttfb[1])} | {rounds} |")
+    md += ["", "At 100 and 150 ms most of the cost is the server's ngtcp2 0.12.1, not the move: the "
+           "response's first flight on the validated path leaves before the server's first RTT "
+           "sample there, and its pacer, on the estimate the move reset to 333 ms, holds the next "
+           "flight 266 ms (quicstep-server's qlogs). ngtcp2 ≥ 0.14 paces at 1 ms until the first "
+           "sample; served that way (`quicstep-server --unpaced-first-flight`, `move_cost.py "
+           "--think-ms 100`, 5 rounds side by side) 100 KB costs 1.23× native instead of 1.57×, "
+           "1 MB 1.12× instead of 1.34× (`../../results/2026-12-05-pacing.md`)."]
     return md + [""]
 
 

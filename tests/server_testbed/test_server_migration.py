@@ -172,6 +172,19 @@ class MigrationBehaviours(artifacts.KeepOnFailure, unittest.TestCase):
         sent = [e for e in events if e["name"] == "transport:packet_sent"]
         self.assertGreater(len(sent), 50, "100 KB and the handshake: more than 50 packets")
 
+    def test_full_address_change_unpaced_first_flight(self):
+        """--unpaced-first-flight (a flight before the new path's first RTT sample is not
+        paced) keeps an address change working. What it changes needs a client whose
+        PATH_RESPONSE comes before its first ACK on the new path, as Chromium's does
+        (gtlsclient acknowledges in the same packet): measured with Chromium in
+        measurement/results/2026-12-05-pacing.md."""
+        ok, log, stats, moved = self.transfer("full", ["--change-local-addr=300ms"],
+                                              address_change=True,
+                                              server_args=["--unpaced-first-flight"])
+        self.assertTrue(ok, log[-2000:])
+        self.expect_moved_to(moved, env.C4[1])
+        self.assertGreaterEqual(env.total(stats, "path_validated"), 1)
+
 
 @unittest.skipIf(skip_reason(), skip_reason())
 class SteeringAndBadPackets(artifacts.KeepOnFailure, unittest.TestCase):
