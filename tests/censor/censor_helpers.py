@@ -61,7 +61,13 @@ def chromium_fetch(workdir, name, url, spki, flags, timeout=20):
             *chromium.command(home, spki, url, timeout, flags)]
     t0 = time.time()
     res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 10)
-    return "censor test page" in res.stdout, time.time() - t0, res.stdout
+    ok = "censor test page" in res.stdout
+    if not ok:  # kept with the test's artifacts: what Chromium showed and logged instead
+        with open(os.path.join(home, "failed-fetch.txt"), "w") as f:
+            f.write(f"exit {res.returncode} after {time.time() - t0:.2f} s\n"
+                    f"--- stdout (the DOM)\n{res.stdout[-20000:]}\n"
+                    f"--- stderr\n{res.stderr[-20000:]}\n")
+    return ok, time.time() - t0, res.stdout
 
 
 def gtlsclient_fetch(workdir, name, host, timeout=8, resource="index.html", size=None,
