@@ -37,6 +37,12 @@ def write_qlog(events):
 
 
 class TimelineTest(unittest.TestCase):
+    def timeline_of(self, events):
+        """move_cost.timeline of these events, read back from a qlog file as the tool does."""
+        path = write_qlog(events)
+        self.addCleanup(os.unlink, path)
+        return move_cost.timeline(move_cost.read_qlog(path))
+
     def test_a_moved_connection(self):
         events = [
             received(10, [stream(2, 18)]),                     # a control stream: not the request
@@ -53,9 +59,7 @@ class TimelineTest(unittest.TestCase):
             sent(261, 1200, [stream(0, 1100)]),
             sent(300, 1452, [stream(0, 1400)]),
         ]
-        path = write_qlog(events)
-        self.addCleanup(os.unlink, path)
-        t = move_cost.timeline(move_cost.read_qlog(path))
+        t = self.timeline_of(events)
         self.assertEqual(t["first_data_ms"], 1)
         self.assertEqual(t["move_ms"], 80)
         self.assertEqual(t["validated_ms"], 160)
@@ -82,24 +86,19 @@ class TimelineTest(unittest.TestCase):
             sent(530, 1452, [stream(0, 1400)]),
             sent(531, 1452, [stream(0, 1400)]),
         ]
-        path = write_qlog(events)
-        self.addCleanup(os.unlink, path)
-        t = move_cost.timeline(move_cost.read_qlog(path))
+        t = self.timeline_of(events)
         self.assertEqual(t["rtt_sample_ms"], 180)
         self.assertEqual(t["srtt_native"], 333)
         self.assertEqual((t["stall_ms"], t["stall_at_ms"]), (268, 162))
 
     def test_a_connection_that_stayed(self):
-        path = write_qlog([received(5, [stream(0, 300)]), sent(6, 1452, [stream(0, 1400)]),
-                           sent(9, 1452, [stream(0, 900)])])
-        self.addCleanup(os.unlink, path)
-        t = move_cost.timeline(move_cost.read_qlog(path))
+        t = self.timeline_of([received(5, [stream(0, 300)]), sent(6, 1452, [stream(0, 1400)]),
+                              sent(9, 1452, [stream(0, 900)])])
         self.assertEqual(t, {"first_data_ms": 1, "last_data_ms": 4, "kb_total": 2.3})
 
     def test_no_request_no_timeline(self):
-        path = write_qlog([received(5, [stream(2, 18)]), sent(6, 1200, [stream(3, 20)])])
-        self.addCleanup(os.unlink, path)
-        self.assertIsNone(move_cost.timeline(move_cost.read_qlog(path)))
+        self.assertIsNone(self.timeline_of([received(5, [stream(2, 18)]),
+                                            sent(6, 1200, [stream(3, 20)])]))
 
 
 if __name__ == "__main__":
