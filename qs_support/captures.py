@@ -1,5 +1,6 @@
 """Packet captures as the lab's proof: tcpdump on a link, read back with quicstep-inspect
 (JSON per packet), and what must never appear on the native path."""
+import ipaddress
 import json
 import re
 import struct
@@ -89,3 +90,11 @@ def quic_bytes(packets, server, port=443):
     return sum(p["ip_len"] for p in packets if p.get("proto") == "udp" and
                ((p.get("dst") == server and p.get("dport") == port) or
                 (p.get("src") == server and p.get("sport") == port)))
+
+
+def routed_bytes_from(packets, sources):
+    """IP bytes of the packets from `sources`, without those to multicast groups: the
+    kernel's own link-scope control on a device (an MLD report when the channel's device
+    comes up) is not traffic anyone routed there."""
+    return sum(p["ip_len"] for p in packets if p.get("src") in sources and
+               not ipaddress.ip_address(p.get("dst", "0.0.0.0")).is_multicast)

@@ -257,6 +257,9 @@ class Bench:
         client_cpu = {d: {m: [] for m in modes} for d in ("download", "upload")}
         client_sys = {d: {m: [] for m in modes} for d in ("download", "upload")}
         cpu = {m: {"seconds": 0.0, "bytes": 0} for m in modes}
+        # batching[direction][mode]: the TUN engine's counters over the largest transfers.
+        batching = {}
+        self.batching = batching
         for r in range(self.args.rounds):
             k = r % len(modes)
             for m in modes[k:] + modes[:k]:  # rotate the order round by round
@@ -265,6 +268,7 @@ class Bench:
                     for d in ("download", "upload"):
                         for z in sizes:
                             c0 = self.daemon_cpu()
+                            e0 = self.engine_counters(m)
                             try:
                                 took, cpu_s, sys_s = self.transfer(d, z)
                             except RuntimeError as e:
@@ -273,12 +277,29 @@ class Bench:
                             if z == sizes[-1]:
                                 client_cpu[d][m].append(cpu_s / (z / 1000))
                                 client_sys[d][m].append(sys_s / (z / 1000))
+                            if e0 and z == sizes[-1]:
+                                e1 = self.engine_counters(m)
+                                acc = batching.setdefault(d, {}).setdefault(m, {})
+                                for key in e1:
+                                    acc[key] = acc.get(key, 0) + e1[key] - e0[key]
                             if self.daemon:
                                 cpu[m]["seconds"] += self.daemon_cpu() - c0
                                 cpu[m]["bytes"] += z * 1_000_000
                 finally:
                     self.mode_down(m)
         return seconds, cpu, client_cpu, client_sys
+
+    def engine_counters(self, mode):
+        """The TUN engine's loop counters that say how much work each wake-up, relay read
+        and TUN write carried (None for the other modes)."""
+        if mode not in ("tun", "tun-nooffload") or not self.daemon:
+            return None
+        st = tun_engine.status(self.sock)
+        native = st["paths"]["native"]
+        keys = ("wakeups", "relay_reads", "relay_gro_reads", "tun_gso_writes",
+                "tun_gso_segments", "relay_gso_sends", "relay_gso_segments")
+        return {"from_native": native["in_packets"], "to_native": native["packets"],
+                **{k: st["loop"][k] for k in keys}}
 
     def daemon_cpu(self):
         """The CPU seconds of the mode's own processes: quicstepd, or the TUN engine and its
@@ -376,6 +397,19 @@ def main():
                 f"{d} bulk rate ({z1}->{z2} MB)", rate, "Mbit/s")
             summary.setdefault("median_fixed_ms", {})[d] = table(
                 f"{d} fixed cost per connection", fixed, "ms", "6.1f")
+    # How much work one wake-up of the engine carried: the lever on its CPU per GB.
+    summary["engine_batching"] = b.batching
+    for d, per_mode in b.batching.items():
+        for m, c in per_mode.items():
+            dgrams = c["from_native"] if d == "download" else c["to_native"]
+            print(f"{d:8s} {m} batching ({args.sizes[-1]} MB transfers): "
+                  f"{dgrams / max(1, c['wakeups']):.1f} datagrams per wake-up, "
+                  f"{c['from_native'] / max(1, c['relay_reads']):.1f} per relay read "
+                  f"({c['relay_gro_reads']} of {c['relay_reads']} reads held > 1), "
+                  f"{c['tun_gso_segments'] / max(1, c['tun_gso_writes']):.1f} per TUN GSO write "
+                  f"({c['tun_gso_writes']} writes), "
+                  f"{c['relay_gso_segments'] / max(1, c['relay_gso_sends']):.1f} per relay GSO "
+                  f"send ({c['relay_gso_sends']} sends)")
     for m, per_gb in summary["daemon_cpu_s_per_gb"].items():
         print(f"{m} CPU (quicstepd; for tun the engine and its helper): {per_gb:.4f} s per GB "
               "transferred" + (" (below /proc's 10 ms resolution: the daemon sees only each "

@@ -293,6 +293,7 @@ void EngineLoop::drain_relay(RelayId id, common::Timestamp now) {
         if (size > 0) segment = static_cast<std::size_t>(size);
       }
     }
+    ++counters_.relay_reads;
     if (segment < static_cast<std::size_t>(n)) ++counters_.relay_gro_reads;
     std::size_t offset = 0;
     do {

@@ -51,6 +51,7 @@ struct LoopCounters {
   std::uint64_t tun_gso_writes = 0;         // super-packets written
   std::uint64_t tun_gso_segments = 0;       // datagrams they carried
   std::uint64_t tun_gso_refused = 0;        // the kernel refused one: GSO off from then on
+  std::uint64_t relay_reads = 0;            // relay reads that returned data
   std::uint64_t relay_gro_reads = 0;        // relay reads that returned > 1 datagram
   std::uint64_t relay_gso_sends = 0;        // UDP_SEGMENT sends of > 1 datagram
   std::uint64_t relay_gso_segments = 0;     // datagrams they carried

@@ -70,6 +70,8 @@ std::string EngineRunner::answer(const std::string& request) {
                  {"tun_gso_writes", c.tun_gso_writes},
                  {"tun_gso_segments", c.tun_gso_segments},
                  {"tun_gso_refused", c.tun_gso_refused},
+                 {"wakeups", c.wakeups},
+                 {"relay_reads", c.relay_reads},
                  {"relay_gro_reads", c.relay_gro_reads},
                  {"relay_gso_sends", c.relay_gso_sends},
                  {"relay_gso_segments", c.relay_gso_segments},
