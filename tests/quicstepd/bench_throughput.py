@@ -296,7 +296,7 @@ class Bench:
             return None
         st = tun_engine.status(self.sock)
         native = st["paths"]["native"]
-        keys = ("wakeups", "relay_reads", "relay_gro_reads", "tun_gso_writes",
+        keys = ("wakeups", "timer_arms", "timer_wakeups", "relay_reads", "relay_gro_reads", "tun_gso_writes",
                 "tun_gso_segments", "relay_gso_sends", "relay_gso_segments")
         return {"from_native": native["in_packets"], "to_native": native["packets"],
                 **{k: st["loop"][k] for k in keys}}
@@ -403,7 +403,8 @@ def main():
         for m, c in per_mode.items():
             dgrams = c["from_native"] if d == "download" else c["to_native"]
             print(f"{d:8s} {m} batching ({args.sizes[-1]} MB transfers): "
-                  f"{dgrams / max(1, c['wakeups']):.1f} datagrams per wake-up, "
+                  f"{dgrams / max(1, c['wakeups']):.1f} datagrams per wake-up "
+                  f"({c['timer_wakeups']} by the timer, {c['timer_arms']} timer arms), "
                   f"{c['from_native'] / max(1, c['relay_reads']):.1f} per relay read "
                   f"({c['relay_gro_reads']} of {c['relay_reads']} reads held > 1), "
                   f"{c['tun_gso_segments'] / max(1, c['tun_gso_writes']):.1f} per TUN GSO write "

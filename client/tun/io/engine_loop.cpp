@@ -176,6 +176,7 @@ std::string EngineLoop::run() {
       } else if (source == kChannel) {
         ended = drain_channel(now);
       } else if (source == kTimer) {
+        ++counters_.timer_wakeups;
         std::uint64_t expirations = 0;
         [[maybe_unused]] const ssize_t r = ::read(timer_.get(), &expirations, sizeof expirations);
         armed_ = common::Timestamp::never();
@@ -201,6 +202,7 @@ void EngineLoop::arm_timer() {
   const common::Timestamp next = engine_->next_expiry();
   if (next == armed_) return;
   armed_ = next;
+  ++counters_.timer_arms;
   itimerspec spec{};
   if (next != common::Timestamp::never()) {
     // An absolute time on CLOCK_MONOTONIC, the clock the engine's timestamps come from; a

@@ -48,6 +48,8 @@ struct LoopCounters {
   std::uint64_t relay_socket_failed = 0;    // socket(), connect() failed
   std::uint64_t protect_failed = 0;         // the protector refused
   std::uint64_t wakeups = 0;
+  std::uint64_t timer_arms = 0;             // timerfd_settime calls
+  std::uint64_t timer_wakeups = 0;          // wake-ups by the timer
   std::uint64_t tun_gso_writes = 0;         // super-packets written
   std::uint64_t tun_gso_segments = 0;       // datagrams they carried
   std::uint64_t tun_gso_refused = 0;        // the kernel refused one: GSO off from then on

@@ -71,6 +71,8 @@ std::string EngineRunner::answer(const std::string& request) {
                  {"tun_gso_segments", c.tun_gso_segments},
                  {"tun_gso_refused", c.tun_gso_refused},
                  {"wakeups", c.wakeups},
+                 {"timer_arms", c.timer_arms},
+                 {"timer_wakeups", c.timer_wakeups},
                  {"relay_reads", c.relay_reads},
                  {"relay_gro_reads", c.relay_gro_reads},
                  {"relay_gso_sends", c.relay_gso_sends},
