@@ -258,8 +258,7 @@ class Bench:
         client_sys = {d: {m: [] for m in modes} for d in ("download", "upload")}
         cpu = {m: {"seconds": 0.0, "bytes": 0} for m in modes}
         # batching[direction][mode]: the TUN engine's counters over the largest transfers.
-        batching = {}
-        self.batching = batching
+        batching = self.batching = {}
         for r in range(self.args.rounds):
             k = r % len(modes)
             for m in modes[k:] + modes[:k]:  # rotate the order round by round
@@ -296,8 +295,8 @@ class Bench:
             return None
         st = tun_engine.status(self.sock)
         native = st["paths"]["native"]
-        keys = ("wakeups", "timer_arms", "timer_wakeups", "relay_reads", "relay_gro_reads", "tun_gso_writes",
-                "tun_gso_segments", "relay_gso_sends", "relay_gso_segments")
+        keys = ("wakeups", "timer_arms", "timer_wakeups", "relay_reads", "relay_gro_reads",
+                "tun_gso_writes", "tun_gso_segments", "relay_gso_sends", "relay_gso_segments")
         return {"from_native": native["in_packets"], "to_native": native["packets"],
                 **{k: st["loop"][k] for k in keys}}
 
