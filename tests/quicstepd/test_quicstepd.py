@@ -129,14 +129,24 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
             self.assertEqual(h.capture_drops(path), 0, f"{path}: tcpdump dropped packets")
 
     def channel_bytes_at_provider(self, cpk):
-        """IP bytes from the tunnel addresses at the provider, as the daemon's channel
-        counter sees them. The kernel's own multicast on the channel device (an MLD report,
-        a router solicitation, rewritten to the tunnel address) passes the queue path's
-        counting chain and is counted there; the routed path routes and counts none of it
-        (fresh-clone runs: 96 B of MLD put either count 5% off when taken the other way)."""
-        if ROUTED:
-            return captures.routed_bytes_from(cpk, self.tunnel_addrs)
-        return sum(p["ip_len"] for p in cpk if p.get("src") in self.tunnel_addrs)
+        """IP bytes from the tunnel addresses at the provider: (without multicast, all).
+
+        The kernel's own link-scope multicast on the channel device (MLD reports sent as the
+        device comes up and repeated up to a second later, rewritten to the tunnel address)
+        is counted by the daemon only when it left after the daemon's counters were in place:
+        CI and fresh-clone runs saw one 96-byte report counted and not counted, on the queue
+        path and on the routed path. So the daemon's figure must lie between the two."""
+        unicast = captures.routed_bytes_from(cpk, self.tunnel_addrs)
+        everything = sum(p["ip_len"] for p in cpk if p.get("src") in self.tunnel_addrs)
+        return unicast, everything
+
+    def assert_channel_bytes(self, reported, at_provider):
+        """Every byte the flows sent into the channel is counted, and nothing the provider
+        did not receive: 2% of room either way (a router solicitation between the status
+        read and the capture's end)."""
+        unicast, everything = at_provider
+        self.assertGreaterEqual(reported, 0.98 * unicast, "channel bytes missing from the count")
+        self.assertLessEqual(reported, 1.02 * everything, "channel bytes counted twice")
 
     def read_captures(self, native, channel):
         """Both captures, complete, decoded; the native one checked for leaks."""
@@ -255,7 +265,7 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
               f"bytes); channel bytes reported {reported}, at provider {at_provider}; "
               f"watchdog {st['watchdog']}")
         self.assertGreaterEqual(share, 0.95)
-        self.assertLessEqual(abs(reported - at_provider), 0.02 * at_provider)
+        self.assert_channel_bytes(reported, at_provider)
         self.assertGreaterEqual(st["watchdog"]["moved_native"], 1)
         # Confirmed by the server's first native answers, queued from the watch chain (behind
         # the watched-port gate, which the confirmation emptied again).
@@ -668,7 +678,7 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual(dropped, 0, "answers the stateful firewall did not know were dropped")
         self.assertGreaterEqual(established, 1, "no tracked answer passed the firewall")
         self.assertGreaterEqual(share, 0.95)
-        self.assertLessEqual(abs(reported - at_provider), 0.02 * at_provider)
+        self.assert_channel_bytes(reported, at_provider)
 
     def test_10b_fragments_of_a_native_flow(self):
         # The bulk rule has no fragment compare: nft refuses transport-header loads of a
