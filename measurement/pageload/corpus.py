@@ -296,6 +296,13 @@ def plan(seed=0, pages=DEFAULT_PAGES, nomigration_share=DEFAULT_NOMIGRATION_SHAR
             "pages": out}
 
 
+def nonmigrating_byte_share(page):
+    """The share of a page's bytes (a page of plan()'s manifest) served by the origins whose
+    server does not migrate: through QUICstep those bytes stay on the channel."""
+    nb = sum(r["bytes"] for r in page["resources"] if r["origin"] in NONMIGRATING_NAMES)
+    return nb / page["bytes"] if page["bytes"] else 0.0
+
+
 def _page(rng, shape, origins):
     """One page: its resources (the document first) with origin, path, URL, type, bytes."""
     pid, counts, total = shape["id"], shape["counts"], shape["bytes"]

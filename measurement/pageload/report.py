@@ -6,7 +6,7 @@ import os
 import statistics
 from collections import defaultdict
 
-from measurement.pageload import batch_record
+from measurement.pageload import batch_record, corpus as corpus_lib
 
 import matplotlib
 matplotlib.use("Agg")
@@ -628,6 +628,7 @@ def corpus(data, out):
     md.append("")
     if per_profile:
         md += corpus_by_weight(data, per_profile)
+        md += corpus_by_nonmigrating(per_profile)
         path = os.path.join(out, "corpus_cdf.png")
         fig, axes = plt.subplots(len(per_profile), 3, figsize=(13, 2.8 * len(per_profile) + 0.6),
                                  squeeze=False)
@@ -673,6 +674,27 @@ def corpus_by_weight(data, per_profile):
     for profile, rows in per_profile.items():
         for lo, hi, label in bounds:
             sel = [r for r in rows if lo <= size.get(r[0], 0) < hi]
+            if not sel:
+                continue
+            tot = [[a + b for a, b in zip(r[1], r[2])] for r in sel]
+            md.append(f"| {profile} | {label} | {len(sel)} | {fmt(med([x[2] / x[1] for x in tot]))} "
+                      f"| {fmt(med([x[2] / x[0] for x in tot]))} |")
+    return md + [""]
+
+
+def corpus_by_nonmigrating(per_profile):
+    """The corpus's ratios by the share of a page's bytes from origins whose server does not
+    migrate: those bytes stay on the channel, so they, not the move, set QUICstep/native."""
+    share = {p["id"]: corpus_lib.nonmigrating_byte_share(p)
+             for p in corpus_lib.plan(seed=0)["pages"]}  # the corpus the harness serves
+    bounds = ((0, 1e-12, "none"), (1e-12, 0.1, "under 10%"), (0.1, 2, "10% or more"))
+    md = ["By the share of a page's bytes from non-migrating origins (they stay on the channel; "
+          "medians over the pages in each class):", "",
+          "| profile | non-migrating bytes | pages | QS/VPN TTFB+PLT | QS/native TTFB+PLT |",
+          "|---|---|---|---|---|"]
+    for profile, rows in per_profile.items():
+        for lo, hi, label in bounds:
+            sel = [r for r in rows if r[0] in share and lo <= share[r[0]] < hi]
             if not sel:
                 continue
             tot = [[a + b for a, b in zip(r[1], r[2])] for r in sel]

@@ -184,6 +184,17 @@ class Origins(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "nomigration_share 0.9 cannot be met"):
             corpus.plan(1, nomigration_share=0.9)
 
+    def test_nonmigrating_byte_share(self):
+        page = {"bytes": 1000, "resources": [
+            {"origin": "a.test", "bytes": 600}, {"origin": "nomigration.test", "bytes": 300},
+            {"origin": "www.nomigration.test", "bytes": 100}]}
+        self.assertAlmostEqual(corpus.nonmigrating_byte_share(page), 0.4)
+        for p in self.m["pages"]:
+            share = corpus.nonmigrating_byte_share(p)
+            uses = any(corpus.LAB_ORIGINS[o] == "none" for o in p["origins"])
+            self.assertEqual(share > 0, uses, p["id"])
+            self.assertLessEqual(share, 1.0)
+
     def test_origins_per_page(self):
         counts = collections.Counter(len(p["origins"]) for p in self.m["pages"])
         self.assertEqual(counts[1], 8)  # 92% of pages have a third party
