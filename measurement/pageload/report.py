@@ -664,22 +664,11 @@ def corpus(data, out):
 
 def corpus_by_weight(data, per_profile):
     """The corpus's ratios by page weight: where QUICstep gains and where the move costs."""
-    bounds = ((0, 1 << 20, "< 1 MiB"), (1 << 20, 4 << 20, "1–4 MiB"), (4 << 20, 1 << 40, "≥ 4 MiB"))
-    md = ["By page weight (medians over the pages in each class):", "",
-          "| profile | weight | pages | QS/VPN TTFB+PLT | QS/native TTFB+PLT |", "|---|---|---|---|---|"]
-    size = {}
-    for r in data.ok:
-        if r["experiment"] == "corpus":
-            size[r["page"]] = int(r["page_bytes"])
-    for profile, rows in per_profile.items():
-        for lo, hi, label in bounds:
-            sel = [r for r in rows if lo <= size.get(r[0], 0) < hi]
-            if not sel:
-                continue
-            tot = [[a + b for a, b in zip(r[1], r[2])] for r in sel]
-            md.append(f"| {profile} | {label} | {len(sel)} | {fmt(med([x[2] / x[1] for x in tot]))} "
-                      f"| {fmt(med([x[2] / x[0] for x in tot]))} |")
-    return md + [""]
+    size = {r["page"]: int(r["page_bytes"]) for r in data.ok if r["experiment"] == "corpus"}
+    return corpus_classes(
+        per_profile, "By page weight (medians over the pages in each class):", "weight",
+        lambda page: size.get(page, 0),
+        ((0, 1 << 20, "< 1 MiB"), (1 << 20, 4 << 20, "1–4 MiB"), (4 << 20, 1 << 40, "≥ 4 MiB")))
 
 
 def corpus_by_nonmigrating(per_profile):
@@ -687,14 +676,21 @@ def corpus_by_nonmigrating(per_profile):
     migrate: those bytes stay on the channel, so they, not the move, set QUICstep/native."""
     share = {p["id"]: corpus_lib.nonmigrating_byte_share(p)
              for p in corpus_lib.plan(seed=0)["pages"]}  # the corpus the harness serves
-    bounds = ((0, 1e-12, "none"), (1e-12, 0.1, "under 10%"), (0.1, 2, "10% or more"))
-    md = ["By the share of a page's bytes from non-migrating origins (they stay on the channel; "
-          "medians over the pages in each class):", "",
-          "| profile | non-migrating bytes | pages | QS/VPN TTFB+PLT | QS/native TTFB+PLT |",
+    return corpus_classes(
+        per_profile, "By the share of a page's bytes from non-migrating origins (they stay on "
+        "the channel; medians over the pages in each class):", "non-migrating bytes",
+        lambda page: share.get(page, -1),
+        ((0, 1e-12, "none"), (1e-12, 0.1, "under 10%"), (0.1, 2, "10% or more")))
+
+
+def corpus_classes(per_profile, title, column, value_of, bounds):
+    """A table of the corpus's median ratios per profile and class: a page is in the class
+    (lo, hi, label) when lo <= value_of(page id) < hi."""
+    md = [title, "", f"| profile | {column} | pages | QS/VPN TTFB+PLT | QS/native TTFB+PLT |",
           "|---|---|---|---|---|"]
     for profile, rows in per_profile.items():
         for lo, hi, label in bounds:
-            sel = [r for r in rows if r[0] in share and lo <= share[r[0]] < hi]
+            sel = [r for r in rows if lo <= value_of(r[0]) < hi]
             if not sel:
                 continue
             tot = [[a + b for a, b in zip(r[1], r[2])] for r in sel]
