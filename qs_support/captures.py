@@ -92,9 +92,9 @@ def quic_bytes(packets, server, port=443):
                 (p.get("src") == server and p.get("sport") == port)))
 
 
-def routed_bytes_from(packets, sources):
-    """IP bytes of the packets from `sources`, without those to multicast groups: the
-    kernel's own link-scope control on a device (an MLD report when the channel's device
-    comes up) is not traffic anyone routed there."""
+def unicast_bytes_from(packets, sources):
+    """IP bytes of the packets from `sources`, without those to multicast groups (the
+    kernel's own link-scope control on a device, such as the MLD reports it sends when the
+    channel's device comes up, which no application routed there)."""
     return sum(p["ip_len"] for p in packets if p.get("src") in sources and
                not ipaddress.ip_address(p.get("dst", "0.0.0.0")).is_multicast)

@@ -136,7 +136,7 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         is counted by the daemon only when it left after the daemon's counters were in place:
         CI and fresh-clone runs saw one 96-byte report counted and not counted, on the queue
         path and on the routed path. So the daemon's figure must lie between the two."""
-        unicast = captures.routed_bytes_from(cpk, self.tunnel_addrs)
+        unicast = captures.unicast_bytes_from(cpk, self.tunnel_addrs)
         everything = sum(p["ip_len"] for p in cpk if p.get("src") in self.tunnel_addrs)
         return unicast, everything
 
