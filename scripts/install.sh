@@ -17,6 +17,8 @@ packages=(
   # QUIC peers for the lab: Debian's ngtcp2 example server and client
   ngtcp2-server ngtcp2-client
   chromium-headless-shell
+  # a third-party HTTP/3 server of another stack (Go, quic-go) that does not migrate
+  caddy
   # the router and the lab
   nftables iptables iproute2 wireguard-tools wireguard-go
   dnsmasq-base tcpdump tshark iperf3 openssl
@@ -46,6 +48,16 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   apt-get update -q
   updated=1
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # The tests start their own lab servers. Services that these packages enable when systemd
+  # runs (a web server on port 80, a Shadowsocks server) are disabled again, only when this
+  # run installed them.
+  if [[ -d /run/systemd/system ]]; then
+    for p in "${missing[@]}"; do
+      case $p in
+        caddy | shadowsocks-libev) systemctl disable --now "$p.service" || true ;;
+      esac
+    done
+  fi
 fi
 
 # The TUN engine for arm64 (cmake/StaticEngine.cmake): Debian's cross compiler and nettle

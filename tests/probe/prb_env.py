@@ -9,7 +9,7 @@ Everything is removed by name in down(); processes are ended by PID.
 import os
 import time
 
-from qs_support import artifacts, certs, procs
+from qs_support import artifacts, caddy, certs, procs
 from qs_support.netns import sh, netns, remove_namespaces, create_veth_pair  # noqa: F401
 
 NS_S, NS_C = "qs-prb1-s", "qs-prb1-c"
@@ -28,6 +28,7 @@ SERVERS = {
     "gtls.test": ("198.18.140.15", None, "gtlsserver (Debian ngtcp2-server)"),
     "tcponly.test": ("198.18.140.16", None, "a TCP listener, no UDP"),
     "silent.test": ("198.18.140.17", None, "UDP dropped (iptables)"),
+    "caddy.test": ("198.18.140.18", None, "Caddy (Debian's caddy 2.6; quic-go 0.29)"),
 }
 
 
@@ -92,6 +93,13 @@ def start_servers(procs, server_bin, cert, key):
     procs.start("retry", server_bin, "--listen", f"{SERVERS['retry.test'][0]}:443",
                 "--migration", "full", "--retry", *common)
     procs.start("gtls", "gtlsserver", "-q", SERVERS["gtls.test"][0], "443", key, cert)
+    htdocs = os.path.join(procs.workdir, "htdocs")
+    os.makedirs(htdocs, exist_ok=True)
+    with open(os.path.join(htdocs, "index.html"), "w") as f:
+        f.write("<html><body>caddy.test</body></html>\n")
+    p = caddy.start(procs.procs, NS_S, [SERVERS["caddy.test"][0]], htdocs, key, cert,
+                    procs.workdir)
+    procs.names[p] = "caddy"
     procs.start("tcponly", "python3", "-c",
                 "import socket,time\n"
                 "s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"

@@ -29,6 +29,7 @@ EXPECTED = {
     "gtls.test": (True, None, "pass", "pass", "pass"),
     "tcponly.test": (False, "icmp_unreachable", "not_run", "not_run", "not_run"),
     "silent.test": (False, "timeout", "not_run", "not_run", "not_run"),
+    "caddy.test": (True, None, "response_on_old_path", "refused", "refused"),
 }
 
 
@@ -70,13 +71,17 @@ class ProbeLabels(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual(a["alpn"], "h3", where)
         self.assertEqual(a["retry"], name == "retry.test", where)
         tp = a["transport_parameters"]
-        self.assertEqual(tp["disable_active_migration"], name == "none.test", where)
+        self.assertEqual(tp["disable_active_migration"], name in ("none.test", "caddy.test"),
+                         where)
         self.assertGreater(a["spare_cids"], 0, where)
         self.assertGreater(tp["active_connection_id_limit"], 1, where)
         self.assertIsNotNone(a["status"], where)
         self.assertGreater(a["timings_ms"]["handshake"], 0, where)
         self.assertGreaterEqual(a["timings_ms"]["first_response"], a["timings_ms"]["handshake"])
-        if name != "gtls.test":
+        if name == "caddy.test":  # its own Server header and idle timeout (quic-go's 30 s)
+            self.assertEqual(a["server"], "Caddy", where)
+            self.assertEqual(tp["max_idle_timeout_ms"], 30000, where)
+        elif name != "gtls.test":
             self.assertEqual(a["server"], "quicstep-server", where)
             self.assertEqual(tp["max_idle_timeout_ms"], 5000, where)
         # A majority of the tries, and no more tries than needed (stops once certain).
@@ -95,9 +100,10 @@ class ProbeLabels(artifacts.KeepOnFailure, unittest.TestCase):
                                 "--threads", "2"], targets)
         self.assertEqual(p.returncode, 0, p.stderr)
         bad = {r["input_line"]: r for r in records if r.get("error") == "bad_input"}
-        self.assertEqual(sorted(bad), [11, 12], records)
-        self.assertIn("input line 11: rank is not a positive integer", p.stderr)
-        self.assertIn("input line 12: empty label", p.stderr)
+        zero, empty = len(EXPECTED) + 3, len(EXPECTED) + 4  # after the comment and blank line
+        self.assertEqual(sorted(bad), [zero, empty], records)
+        self.assertIn(f"input line {zero}: rank is not a positive integer", p.stderr)
+        self.assertIn(f"input line {empty}: empty label", p.stderr)
         by_domain = {r["domain"]: r for r in records if "domain" in r}
         self.assertEqual(set(by_domain), set(EXPECTED) | {"missing.test"})
         self.assertEqual(by_domain["missing.test"]["names"][0]["dns"]["status"], "nxdomain")

@@ -11,7 +11,7 @@ import subprocess
 import time
 import unittest
 
-from qs_support import artifacts, captures, certs, chromium
+from qs_support import artifacts, caddy, captures, certs, chromium
 from tests.lab import lab_helpers
 from tests.quicstepd import qsd_helpers as h
 
@@ -1275,6 +1275,60 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         print(f"[LAN host, after --cleanup and a restart] native share {share:.4f}")
         if ROUTED:
             self.assertGreaterEqual(share, 0.95, "the restarted daemon did not move the flow")
+
+    # --- a server no one here wrote -------------------------------------------------------
+    def test_19_caddy_a_real_server_that_does_not_follow(self):
+        """Debian's Caddy (quic-go 0.29) does not support migration: it takes the client's
+        packets from the new address and keeps answering the address of the handshake (the
+        provider's exit, so its answers arrive through the channel). The watchdog must bring
+        each flow back to the channel, the fetches and a Chromium page load must complete,
+        the destinations must then stay on the channel, and nothing may leak."""
+        srv = self.lab["servers"][4]  # srv2-b: its namespace is free in this suite
+        first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
+        v4, v6 = first(srv["v4"]), first(srv["v6"])
+        home, spki = self.big_page()
+        server = caddy.start(self.procs, srv["netns"], [v4, v6],
+                             os.path.join(self.work, "htdocs"),
+                             os.path.join(self.work, "key.pem"),
+                             os.path.join(self.work, "cert.pem"), self.work)
+        self.addCleanup(self.procs.stop, server)
+        cn, native, cp, channel = self.captures("caddy")
+        self.start_daemon()
+        took_first = self.fetch(v4, "caddy-1")
+        st1 = self.status()
+        took_pinned = self.fetch(v4, "caddy-2")
+        st2 = self.status()
+        # Chromium over IPv6, a destination the cache does not know yet.
+        t0 = time.time()
+        res = lab_helpers.in_host(
+            self.lab, "client",
+            *chromium.command(home, spki, "https://open.test/big.html", 90,
+                              ["--enable-quic", "--origin-to-force-quic-on=open.test:443",
+                               f"--host-resolver-rules=MAP open.test [{v6}]"]),
+            check=False, timeout=120)
+        took_chromium = time.time() - t0
+        st3 = self.status()
+        self.stop_captures(cn, cp)
+        self.assertIn("QUICstep big page", res.stdout[-2000:], res.stderr[-2000:])
+        npk, cpk = self.read_captures(native, channel)
+        answered_natively = [p for p in npk if p.get("src") in (v4, v6)]
+        wd1, wd2, wd3 = st1["watchdog"], st2["watchdog"], st3["watchdog"]
+        print(f"\n[caddy] gtlsclient 10 MB: {took_first:.2f}s moved and failed back, "
+              f"{took_pinned:.2f}s pinned to the channel; Chromium over IPv6 {took_chromium:.2f}s; "
+              f"to the server natively {h.quic_bytes(npk, v4) + h.quic_bytes(npk, v6)} bytes, "
+              f"through the channel {h.quic_bytes(cpk, v4) + h.quic_bytes(cpk, v6)}; "
+              f"watchdog {wd3}")
+        # What makes this server one that does not follow: no answer on the native link.
+        self.assertEqual(answered_natively[:3], [], "Caddy answered a new address natively")
+        # The first flow moved, then came back; the second was kept on the channel.
+        self.assertGreaterEqual(wd1["moved_native"], 1)
+        self.assertGreaterEqual(wd1["failed_back"], 1)
+        self.assertGreaterEqual(wd1["non_migrating_destinations"], 1)
+        self.assertGreater(wd2["pinned_by_cache"], wd1["pinned_by_cache"])
+        self.assertEqual(wd2["moved_native"], wd1["moved_native"], "a cached destination moved")
+        # Chromium's flow to the new (IPv6) destination moved and came back the same way.
+        self.assertGreater(wd3["failed_back"], wd2["failed_back"])
+        self.assertGreater(wd3["non_migrating_destinations"], wd2["non_migrating_destinations"])
 
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,

@@ -7,8 +7,8 @@ migration, and a network change mid-transfer.
 - With censord's default censor on the client's ISP router: 50 Chromium and 10 gtlsclient
   fetches of blocked.test all complete, and the censor never decides to block.
 - Servers that do not follow the move: one that drops packets from the client's native
-  address, one whose answers never arrive natively, and quicstep-server's `none` and
-  `stale-path` modes. Every fetch completes (the watchdog takes the flow back to the
+  address, one whose answers never arrive natively, quicstep-server's `none` and
+  `stale-path` modes, and Debian's Caddy (quic-go, which does not support migration). Every fetch completes (the watchdog takes the flow back to the
   channel), nothing leaks, and the destination is remembered as non-migrating.
 - A network change mid-transfer: the client's native link goes down and the default routes
   move to a second link (its own subnet, routed back by the lab's internet) while a 10 MB
@@ -20,7 +20,7 @@ import subprocess
 import time
 import unittest
 
-from qs_support import binaries, certs, chromium, uplink
+from qs_support import binaries, caddy, certs, chromium, uplink
 from qs_support.procs import wait_for
 from tests.censor.censor_helpers import censor_lab
 from tests.lab import lab_helpers
@@ -191,6 +191,20 @@ class TunEnginePaths(base.TunEngineLab):
 
     def test_f_quicstep_server_stale_path(self):
         self.non_migrating("mode-stale-path", lambda: self.quicstep_server("stale-path"))
+
+    def caddy_server(self):
+        """Debian's Caddy on the server's port 443 instead of gtlsserver (given back
+        afterwards): a real server that does not follow a migration (quic-go 0.29 keeps
+        answering the address of the handshake; qs_support/caddy.py)."""
+        self.procs.stop(self.server)
+        self.addCleanup(self.restart_gtlsserver)
+        srv = caddy.start(self.procs, self.srv_ns, [self.srv_v4], self.htdocs,
+                          os.path.join(self.work, "key.pem"),
+                          os.path.join(self.work, "cert.pem"), self.work)
+        self.addCleanup(self.procs.stop, srv)
+
+    def test_f2_caddy_a_real_server_that_does_not_follow(self):
+        self.non_migrating("caddy", self.caddy_server)
 
     # --- the network changes --------------------------------------------------------------
     def test_g_network_change_mid_transfer(self):
