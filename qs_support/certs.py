@@ -24,3 +24,28 @@ def make_certificate(directory, names=LAB_CERT_NAMES, cn="localhost"):
                     "subjectAltName=" + ",".join(f"DNS:{n}" for n in names)],
                    check=True, capture_output=True)
     return key, cert, spki_hash(cert)
+
+
+def make_ca_signed(directory, names=LAB_CERT_NAMES):
+    """A throwaway CA and a server certificate it signs for `names` (ECDSA P-256, valid 2
+    days), for clients that refuse a self-signed certificate used as a server's (Firefox:
+    a CA certificate as end entity) and trust a root instead: ca.pem, key.pem, cert.pem in
+    `directory`. Returns (ca, key, cert)."""
+    def path(name):
+        return os.path.join(directory, name)
+
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", path("ca-key.pem"), "-out", path("ca.pem"),
+            "-days", "2", "-subj", "/CN=QUICstep lab CA")
+    openssl("req", *ec, "-keyout", path("key.pem"), "-out", path("cert.csr"),
+            "-subj", f"/CN={names[0]}")
+    with open(path("cert.ext"), "w") as f:
+        f.write("basicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n"
+                "subjectAltName=" + ",".join(f"DNS:{n}" for n in names) + "\n")
+    openssl("x509", "-req", "-in", path("cert.csr"), "-CA", path("ca.pem"), "-CAkey",
+            path("ca-key.pem"), "-CAcreateserial", "-out", path("cert.pem"), "-days", "2",
+            "-extfile", path("cert.ext"))
+    return path("ca.pem"), path("key.pem"), path("cert.pem")

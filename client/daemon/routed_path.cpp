@@ -115,8 +115,53 @@ common::Outcome RoutedPath::open_guard(const RoutedPathOptions& options) {
   return {};
 }
 
+// The channel's UDP source rewrite (ng_channel_egress), where it was taken at start: its
+// tunnel addresses as the daemon knows them now, its program on the channel device as it is
+// now (a re-created device, a program another tool detached).
+ng_channel_source RoutedPath::channel_source() const {
+  ng_channel_source c{};
+  std::uint8_t a[16];
+  if (!ctx_.spec.tunnel_v4.empty() && kernel::guard_address(ctx_.spec.tunnel_v4, a)) {
+    std::memcpy(c.v4, a + 12, 4);
+    c.has_v4 = 1;
+  }
+  if (!ctx_.spec.tunnel_v6.empty() && kernel::guard_address(ctx_.spec.tunnel_v6, a)) {
+    std::memcpy(c.v6, a, 16);
+    c.has_v6 = 1;
+  }
+  c.link_header = channel_ethernet_ ? 14 : 0;
+  return c;
+}
+
+common::Outcome RoutedPath::sync_channel_source() {
+  if (!guard_ || !ctx_.spec.udp_source_by_guard) return {};
+  const ng_channel_source want = channel_source();
+  const std::string& dev = options_.channel_interface;
+  if (if_nametoindex(dev.c_str()) == 0) return {};  // gone: nothing leaves through it
+  const bool same = std::memcmp(&want, &channel_source_, sizeof want) == 0;
+  if (same && guard_->channel_attached(dev)) return {};
+  if (auto done = guard_->attach_channel(dev, want); !done) {
+    ++stats_.channel_source_failures;
+    return done;
+  }
+  if (!same) {
+    spdlog::info("channel UDP source rewrite on {}: {} / {}", dev,
+                 ctx_.spec.tunnel_v4.empty() ? "-" : ctx_.spec.tunnel_v4,
+                 ctx_.spec.tunnel_v6.empty() ? "-" : ctx_.spec.tunnel_v6);
+  } else {
+    ++stats_.channel_source_restored;
+    spdlog::warn("channel UDP source rewrite was off {}: attached again", dev);
+  }
+  channel_source_ = want;
+  return {};
+}
+
 void RoutedPath::on_devices_checked() {
   if (!guard_) return;
+  if (auto synced = sync_channel_source(); !synced) {
+    spdlog::error("channel UDP source rewrite on {}: {}", options_.channel_interface,
+                  synced.error().message);
+  }
   for (const auto& dev : native_devices(options_.channel_interface)) {
     if (guarded_.count(dev) != 0) continue;
     if (auto w = guard_->attach(dev); !w) {
@@ -353,6 +398,18 @@ common::Outcome RoutedPath::start() {
   }
   if (auto why = open_guard(o); !why) return why;
   channel_ethernet_ = kernel::is_ethernet_device(d.channel_interface);
+  // Stateless addressing: UDP's source on the channel is the guard's to set (GSO packets'
+  // checksums, nft_rules.hpp); where its program cannot go on, nft's rewrite stays.
+  ctx_.spec.udp_source_by_guard = false;
+  if (ctx_.spec.nat && ctx_.spec.stateless && ctx_.spec.tproxy_port == 0) {
+    ctx_.spec.udp_source_by_guard = true;
+    if (auto synced = sync_channel_source(); !synced) {
+      ctx_.spec.udp_source_by_guard = false;
+      spdlog::warn("channel UDP source rewrite on {} not possible ({}): nft sets UDP's source, "
+                   "and UDP GSO packets through the channel may carry bad checksums",
+                   d.channel_interface, synced.error().message);
+    }
+  }
   if (auto why = ctx_.routing.install(routing); !why) {
     return common::Failure("ip rule: " + why.error().message);
   }
@@ -485,6 +542,9 @@ std::vector<OwnedPiece> RoutedPath::owned_pieces() {
     for (const auto& dev : guarded_) {
       if (!guard_->attached(dev)) return false;
     }
+    if (ctx_.spec.udp_source_by_guard && !guard_->channel_attached(options_.channel_interface)) {
+      return false;
+    }
     return true;
   };
   guard.restore = [this]() -> common::Outcome {
@@ -497,6 +557,9 @@ std::vector<OwnedPiece> RoutedPath::owned_pieces() {
         continue;
       }
       ++stats_.guard_restored;
+    }
+    if (auto synced = sync_channel_source(); !synced && why.empty()) {
+      why = "channel UDP source rewrite: " + synced.error().message;
     }
     if (why.empty()) return {};
     return common::Failure(why);
@@ -549,7 +612,13 @@ void RoutedPath::add_status_json(nlohmann::json& j) const {
                                   {"tcp", g[NG_DROP_TCP].packets},
                                   {"gso", g[NG_DROP_GSO].packets},
                                   {"unparsed", g[NG_DROP_UNPARSED].packets},
-                                  {"raw_fragment", g[NG_DROP_RAW_FRAGMENT].packets}}}};
+                                  {"raw_fragment", g[NG_DROP_RAW_FRAGMENT].packets}}},
+                 {"channel_udp_source", {{"by_guard", ctx_.spec.udp_source_by_guard},
+                                         {"packets", g[NG_CHANNEL_UDP].packets},
+                                         {"gso", g[NG_CHANNEL_UDP_GSO].packets},
+                                         {"unparsed", g[NG_CHANNEL_UNPARSED].packets},
+                                         {"restored", r.channel_source_restored},
+                                         {"failures", r.channel_source_failures}}}};
 }
 
 void RoutedPath::remove_guard(const std::string& pin_dir) {

@@ -62,6 +62,8 @@ struct RoutedPathStats {
   std::uint64_t devices_guarded = 0;
   std::uint64_t guard_failures = 0;  // a device the guard could not attach to
   std::uint64_t guard_restored = 0;  // re-attached after another tool detached it
+  std::uint64_t channel_source_restored = 0;  // ng_channel_egress attached again
+  std::uint64_t channel_source_failures = 0;  // ... or it could not be
   std::uint64_t rules_restored = 0;  // flow elements added again after the table was replaced
   std::uint64_t source_changes = 0;  // the native source address followed (per family)
   std::uint64_t lift_datagrams = 0;  // sent for moved flows (kernel/lift_datagrams.hpp)
@@ -132,6 +134,10 @@ class RoutedPath final : public NativePath {
   static void remove_guard(const std::string& pin_dir);
 
  private:
+  // The channel's UDP source rewrite (ng_channel_egress): what it should hold, and making
+  // it so (attached to the channel device, with the current tunnel addresses).
+  ng_channel_source channel_source() const;
+  common::Outcome sync_channel_source();
   // A copy the log group delivered: the server's handshake (ingress), or an outbound packet
   // the classifier decides (a flow it moves native is scheduled).
   void observe(const kernel::ObservedPacket& p);
@@ -185,6 +191,7 @@ class RoutedPath final : public NativePath {
   kernel::NflogObserver observer_;
   kernel::NftSetWriter set_writer_;  // the flows' elements (routed4/6)
   bool channel_ethernet_ = false;  // the channel device is Ethernet-framed (link_header.hpp)
+  ng_channel_source channel_source_{};  // what ng_channel holds (sync_channel_source)
   kernel::UdpSocketWatch sockets_;
   kernel::KernelProbe source_probe_;  // the native source address at start
   std::unique_ptr<kernel::NativeGuard> guard_;

@@ -171,6 +171,43 @@ NativeGuard::Loaded NativeGuard::load(const GuardOptions& options) {
 
 NativeGuard::~NativeGuard() { native_guard__destroy(skel_); }
 
+common::Outcome NativeGuard::attach_one(const std::string& device, int ifindex, int prog,
+                                        bool egress, const std::string& pin) {
+  if (!options_.force_clsact) {
+    const int link = bpf_link_create(
+        prog, ifindex, static_cast<bpf_attach_type>(egress ? kTcxEgress : kTcxIngress), nullptr);
+    if (link >= 0) {
+      // The new link is pinned beside the old one and renamed over it, so the device is
+      // never without its program; the old link goes with its last reference.
+      const std::string fresh = pin + "_new";  // bpffs refuses dots in names
+      unlink(fresh.c_str());
+      const bool pinned = bpf_obj_pin(link, fresh.c_str()) == 0;
+      const int pin_errno = errno;
+      close(link);
+      if (!pinned) return common::Failure("pin " + fresh + ": " + errno_text(pin_errno));
+      if (rename(fresh.c_str(), pin.c_str()) != 0) {
+        return common::Failure("rename " + fresh + ": " + errno_text(errno));
+      }
+      attachment_ = GuardAttachment::tcx;
+      return {};
+    }
+    if (link != -EINVAL && link != -EOPNOTSUPP) {
+      return common::Failure("tcx link on " + device + ": " + errno_text(link));
+    }
+  }
+  auto hook = clsact_hook(ifindex, egress);
+  if (int err = bpf_tc_hook_create(&hook); err != 0 && err != -EEXIST) {
+    return common::Failure("clsact on " + device + ": " + errno_text(err));
+  }
+  auto opts = clsact_opts(prog);
+  opts.flags = BPF_TC_F_REPLACE;
+  if (int err = bpf_tc_attach(&hook, &opts); err != 0) {
+    return common::Failure("tc filter on " + device + ": " + errno_text(err));
+  }
+  attachment_ = GuardAttachment::clsact;
+  return {};
+}
+
 common::Outcome NativeGuard::attach(const std::string& device) {
   const int ifindex = static_cast<int>(if_nametoindex(device.c_str()));
   if (ifindex == 0) return common::Failure("no device " + device);
@@ -187,42 +224,64 @@ common::Outcome NativeGuard::attach(const std::string& device) {
                                   : (ether    ? skel_->progs.ng_ingress_eth
                                      : raw_ip ? skel_->progs.ng_ingress_l3
                                               : skel_->progs.ng_ingress);
-    const int prog = bpf_program__fd(program);
-    if (!options_.force_clsact) {
-      const int link = bpf_link_create(
-          prog, ifindex, static_cast<bpf_attach_type>(egress ? kTcxEgress : kTcxIngress), nullptr);
-      if (link >= 0) {
-        // The new link is pinned beside the old one and renamed over it, so the device is
-        // never without a guard; the old link goes with its last reference.
-        const std::string pin = link_pin(options_.pin_dir, device, egress);
-        const std::string fresh = pin + "_new";  // bpffs refuses dots in names
-        unlink(fresh.c_str());
-        const bool pinned = bpf_obj_pin(link, fresh.c_str()) == 0;
-        const int pin_errno = errno;
-        close(link);
-        if (!pinned) return common::Failure("pin " + fresh + ": " + errno_text(pin_errno));
-        if (rename(fresh.c_str(), pin.c_str()) != 0) {
-          return common::Failure("rename " + fresh + ": " + errno_text(errno));
-        }
-        attachment_ = GuardAttachment::tcx;
-        continue;
-      }
-      if (link != -EINVAL && link != -EOPNOTSUPP) {
-        return common::Failure("tcx link on " + device + ": " + errno_text(link));
-      }
+    if (auto done = attach_one(device, ifindex, bpf_program__fd(program), egress,
+                               link_pin(options_.pin_dir, device, egress));
+        !done) {
+      return done;
     }
-    auto hook = clsact_hook(ifindex, egress);
-    if (int err = bpf_tc_hook_create(&hook); err != 0 && err != -EEXIST) {
-      return common::Failure("clsact on " + device + ": " + errno_text(err));
-    }
-    auto opts = clsact_opts(prog);
-    opts.flags = BPF_TC_F_REPLACE;
-    if (int err = bpf_tc_attach(&hook, &opts); err != 0) {
-      return common::Failure("tc filter on " + device + ": " + errno_text(err));
-    }
-    attachment_ = GuardAttachment::clsact;
   }
   return {};
+}
+
+common::Outcome NativeGuard::set_channel_source(const ng_channel_source& source) {
+  const std::uint32_t zero = 0;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.ng_channel), &zero, &source, BPF_ANY) != 0) {
+    return common::Failure("write the channel's tunnel addresses: " + errno_text(errno));
+  }
+  return {};
+}
+
+common::Outcome NativeGuard::attach_channel(const std::string& device,
+                                            const ng_channel_source& source) {
+  const int ifindex = static_cast<int>(if_nametoindex(device.c_str()));
+  if (ifindex == 0) return common::Failure("no device " + device);
+  if (auto written = set_channel_source(source); !written) return written;
+  return attach_one(device, ifindex, bpf_program__fd(skel_->progs.ng_channel_egress), true,
+                    options_.pin_dir + "/link_" + device + "_channel");
+}
+
+bool NativeGuard::program_attached(int ifindex, bool egress,
+                                   const std::vector<std::uint32_t>& ours) const {
+  auto is_ours = [&](std::uint32_t id) {
+    return std::find(ours.begin(), ours.end(), id) != ours.end();
+  };
+  bool found = false;
+  if (attachment_ == GuardAttachment::tcx) {
+    std::array<std::uint32_t, 64> ids{};
+    std::uint32_t count = ids.size();
+    if (bpf_prog_query(ifindex, static_cast<bpf_attach_type>(egress ? kTcxEgress : kTcxIngress),
+                       0, nullptr, ids.data(), &count) == 0) {
+      for (std::uint32_t i = 0; i < count && i < ids.size(); ++i) found |= is_ours(ids[i]);
+    }
+  } else {
+    auto hook = clsact_hook(ifindex, egress);
+    auto opts = clsact_opts(0);
+    const auto previous_print = libbpf_set_print(nullptr);  // absent: expected, quietly
+    found = bpf_tc_query(&hook, &opts) == 0 && is_ours(opts.prog_id);
+    libbpf_set_print(previous_print);
+  }
+  return found;
+}
+
+bool NativeGuard::channel_attached(const std::string& device) const {
+  const int ifindex = static_cast<int>(if_nametoindex(device.c_str()));
+  if (ifindex == 0) return true;
+  bpf_prog_info info{};
+  std::uint32_t len = sizeof info;
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.ng_channel_egress), &info, &len) != 0) {
+    return false;
+  }
+  return program_attached(ifindex, true, {info.id});
 }
 
 bool NativeGuard::attached(const std::string& device) const {
@@ -236,26 +295,8 @@ bool NativeGuard::attached(const std::string& device) const {
     std::uint32_t len = sizeof info;
     if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0) ours.push_back(info.id);
   }
-  auto is_ours = [&](std::uint32_t id) {
-    return std::find(ours.begin(), ours.end(), id) != ours.end();
-  };
   for (bool egress : {true, false}) {
-    bool found = false;
-    if (attachment_ == GuardAttachment::tcx) {
-      std::array<std::uint32_t, 64> ids{};
-      std::uint32_t count = ids.size();
-      if (bpf_prog_query(ifindex, static_cast<bpf_attach_type>(egress ? kTcxEgress : kTcxIngress),
-                         0, nullptr, ids.data(), &count) == 0) {
-        for (std::uint32_t i = 0; i < count && i < ids.size(); ++i) found |= is_ours(ids[i]);
-      }
-    } else {
-      auto hook = clsact_hook(ifindex, egress);
-      auto opts = clsact_opts(0);
-      const auto previous_print = libbpf_set_print(nullptr);  // absent: expected, quietly
-      found = bpf_tc_query(&hook, &opts) == 0 && is_ours(opts.prog_id);
-      libbpf_set_print(previous_print);
-    }
-    if (!found) return false;
+    if (!program_attached(ifindex, egress, ours)) return false;
   }
   return true;
 }

@@ -67,6 +67,15 @@ class NativeGuard {
   // device is gone: nothing to guard). Another tool may have detached them (`bpftool link
   // detach`, `tc filter del`): attach() again puts them back.
   bool attached(const std::string& device) const;
+
+  // The channel device's UDP source rewrite (ng_channel_egress; the routed path with
+  // stateless addressing): `source` written to ng_channel, the program attached to the
+  // device's egress (pinned as link_<device>_channel). set_channel_source alone updates the
+  // addresses (the tunnel's changed). channel_attached: as attached(), for that program.
+  common::Outcome attach_channel(const std::string& device, const ng_channel_source& source);
+  common::Outcome set_channel_source(const ng_channel_source& source);
+  bool channel_attached(const std::string& device) const;
+
   GuardAttachment attachment() const { return attachment_; }
   GuardPath path() const { return path_; }
 
@@ -87,6 +96,11 @@ class NativeGuard {
   NativeGuard(::native_guard* skel, GuardOptions options)
       : skel_(skel), options_(std::move(options)) {}
   common::Outcome set_port_bit(int map_fd, std::uint16_t port, bool on);
+  // One program on one hook of a device: a pinned tcx link (`pin`), else a clsact filter.
+  common::Outcome attach_one(const std::string& device, int ifindex, int prog, bool egress,
+                             const std::string& pin);
+  // Whether one of the programs `ours` (ids) is on that hook of the device.
+  bool program_attached(int ifindex, bool egress, const std::vector<std::uint32_t>& ours) const;
 
   ::native_guard* skel_;
   GuardOptions options_;

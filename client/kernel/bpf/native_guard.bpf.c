@@ -358,4 +358,92 @@ int ng_egress_l3(struct __sk_buff *skb) { return ng_egress_fast(skb, 0); }
 SEC("tc")
 int ng_ingress_l3(struct __sk_buff *skb) { return ng_ingress_fast(skb, 0); }
 
+/* The channel device's egress (stateless addressing on the routed path): UDP leaves with the
+ * tunnel address as its source. nft's netdev egress chain rewrites everything else (and
+ * records the reverse mapping of UDP too); UDP is done here because of GSO. A UDP GSO
+ * super-packet's checksum field holds the pseudo-header's sum, which segmentation
+ * completes later; where the socket's route leads to a device without checksum offload (a
+ * TUN: wireguard-go, a proxy client's TUN), the kernel (6.18 measured) marks it
+ * CHECKSUM_NONE all the same, so every checksum helper (nft's payload set, bpf_l4_csum_replace,
+ * NAT) adjusts that field as a complete checksum — in the wrong direction — and every segment
+ * reaches the server with a bad checksum. Firefox (quinn-udp) sends its Initials that way:
+ * no handshake ever completed. Here the field of a GSO packet is adjusted as the
+ * pseudo-header sum it is; other datagrams by the helper. IPv4 fragments after the first
+ * carry no UDP header: their address only. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct ng_channel_source);
+} ng_channel SEC(".maps");
+
+static __always_inline __u16 ng_fold(__u64 sum) {
+  sum = (sum & 0xffffffff) + (sum >> 32);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return (__u16)((sum & 0xffff) + (sum >> 16));
+}
+
+/* The UDP checksum at `check_at` after the source changed from `from` to `to` (size octets). */
+static __always_inline int ng_channel_l4(struct __sk_buff *skb, __u32 check_at, void *from,
+                                         void *to, __u32 size, int v4) {
+  __u16 check;
+  if (bpf_skb_load_bytes(skb, check_at, &check, sizeof check)) return -1;
+  if (skb->gso_size != 0) {
+    /* The pseudo-header sum (not complemented): add the difference. */
+    __s64 diff = bpf_csum_diff(from, size, to, size, 0);
+    if (diff < 0) return -1;
+    __u16 seed = ng_fold((__u64)check + (__u64)diff);
+    ng_count(NG_CHANNEL_UDP_GSO, 1, skb->len);
+    return bpf_skb_store_bytes(skb, check_at, &seed, sizeof seed, 0);
+  }
+  if (v4 && check == 0) return 0; /* IPv4 without a UDP checksum */
+  __s64 diff = bpf_csum_diff(from, size, to, size, 0);
+  if (diff < 0) return -1;
+  return bpf_l4_csum_replace(skb, check_at, 0, diff, BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0);
+}
+
+SEC("tc")
+int ng_channel_egress(struct __sk_buff *skb) {
+  __u32 zero = 0;
+  struct ng_channel_source *c = bpf_map_lookup_elem(&ng_channel, &zero);
+  if (!c) return TC_ACT_UNSPEC;
+  struct ng_packet p = {};
+  if (ng_parse(skb, &p) || p.protocol != IPPROTO_UDP) return TC_ACT_UNSPEC;
+  __u32 net = c->link_header;
+  if (net > 64) return TC_ACT_UNSPEC;
+  if (skb->protocol == bpf_htons(ETH_P_IP)) {
+    if (!c->has_v4) return TC_ACT_UNSPEC;
+    __be32 from, to;
+    __builtin_memcpy(&from, p.saddr + 12, 4);
+    __builtin_memcpy(&to, c->v4, 4);
+    if (from == to) return TC_ACT_UNSPEC;
+    if (!p.non_first_fragment &&
+        ng_channel_l4(skb, net + p.l4_offset + __builtin_offsetof(struct udphdr, check), &from, &to, 4, 1))
+      return TC_ACT_SHOT;
+    if (bpf_l3_csum_replace(skb, net + __builtin_offsetof(struct iphdr, check), from, to, 4) ||
+        bpf_skb_store_bytes(skb, net + __builtin_offsetof(struct iphdr, saddr), &to, 4, 0))
+      return TC_ACT_SHOT;
+  } else {
+    if (!c->has_v6) return TC_ACT_UNSPEC;
+    __u8 from[16], to[16];
+    __builtin_memcpy(from, p.saddr, 16);
+    __builtin_memcpy(to, c->v6, 16);
+    __u32 differ = 0;
+    for (int i = 0; i < 16; i++) differ |= from[i] ^ to[i];
+    if (differ == 0) return TC_ACT_UNSPEC;
+    if (p.unparsed) {
+      ng_count(NG_CHANNEL_UNPARSED, 1, skb->len);
+      return TC_ACT_SHOT;
+    }
+    if (!p.non_first_fragment &&
+        ng_channel_l4(skb, net + p.l4_offset + __builtin_offsetof(struct udphdr, check), from, to, 16, 0))
+      return TC_ACT_SHOT;
+    if (bpf_skb_store_bytes(skb, net + __builtin_offsetof(struct ipv6hdr, saddr), to, 16, 0))
+      return TC_ACT_SHOT;
+  }
+  ng_count(NG_CHANNEL_UDP, 1, skb->len);
+  return TC_ACT_UNSPEC;
+}
+
 char _license[] SEC("license") = "GPL";

@@ -19,7 +19,21 @@ enum ng_counter_slot {
   NG_NATIVE_OUT_GENERIC = 9,  // of NG_NATIVE_OUT, those the generic path passed
   NG_NATIVE_IN_GENERIC = 10,  // of NG_NATIVE_IN, those the generic path counted
   NG_DROP_RAW_FRAGMENT = 11, // a raw socket's non-first fragment (no port to judge) dropped
-  NG_COUNTER_SLOTS = 12,
+  NG_CHANNEL_UDP = 12,       // channel: UDP datagrams whose source ng_channel_egress set
+  NG_CHANNEL_UDP_GSO = 13,   // of those, GSO super-packets (their checksum seed adjusted)
+  NG_CHANNEL_UNPARSED = 14,  // channel: UDP behind IPv6 extension headers it does not walk
+  NG_COUNTER_SLOTS = 15,
+};
+
+// The channel device's source rewrite for UDP (stateless addressing on the routed path):
+// the tunnel addresses, and the link header's length on that device (0 on a layer-3
+// device: WireGuard, a TUN; 14 on an Ethernet-framed one).
+struct ng_channel_source {
+  __u8 v4[4];
+  __u8 v6[16];
+  __u8 has_v4;
+  __u8 has_v6;
+  __u16 link_header;
 };
 
 struct ng_counter {
