@@ -183,6 +183,20 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
                        "ip saddr set 10.77.0.2"));
   EXPECT_TRUE(has(out, "ip6 saddr set fd77::2"));
   EXPECT_LT(out.find("update @rev4"), out.find("ip saddr set"));
+  // udp_source_by_guard (routed): the maps still learn UDP, but its source is the guard's to
+  // set (a BPF program after this chain: UDP GSO checksums), everything else's still here.
+  {
+    RulesetSpec g = s;
+    g.udp_source_by_guard = true;
+    const std::string gout = chain(ruleset_text(g).substr(ruleset_text(g).find(
+                                       "table netdev quicstep {")),
+                                   "channel_egress");
+    EXPECT_TRUE(has(gout, "ip saddr != 10.77.0.2 meta l4proto { tcp, udp } update @rev4 "));
+    EXPECT_TRUE(has(gout, "ip saddr != 10.77.0.2 update @revany4 { ip daddr : ip saddr }\n"));
+    EXPECT_TRUE(has(gout, "ip saddr != 10.77.0.2 meta l4proto != udp ip saddr set 10.77.0.2\n"));
+    EXPECT_TRUE(has(gout, "ip6 saddr != fd77::2 meta l4proto != udp ip6 saddr set fd77::2"));
+    EXPECT_FALSE(has(gout, "} ip saddr set"));
+  }
   // In: from the channel interface to the tunnel address, back to the learnt address; the
   // inet table's prerouting chain lets channel packets go (counted at the device).
   EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" return"));
