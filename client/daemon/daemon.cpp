@@ -440,9 +440,9 @@ void Daemon::Impl::channel_changed(unsigned index) {
                   config.daemon.channel_interface, installed.error().message);
     return;
   }
+  spec = new_spec;  // first: the path reads the new addresses (the routed guard's rewrite)
   path->on_channel_recreated();
   path->on_table_replaced();
-  spec = new_spec;
   channel_ifindex = index;
   ++channel_recreated;
   spdlog::warn("channel interface {} re-created (index {}): rules installed again",
@@ -479,14 +479,14 @@ void Daemon::Impl::follow_channel_addresses() {
     return;
   }
   readdress_error.clear();
-  path->on_table_replaced();
   spdlog::warn("channel interface {}: tunnel addresses now {} / {} (were {} / {}): rules "
                "installed again", config.daemon.channel_interface,
                new_spec.tunnel_v4.empty() ? "none" : new_spec.tunnel_v4,
                new_spec.tunnel_v6.empty() ? "none" : new_spec.tunnel_v6,
                spec.tunnel_v4.empty() ? "none" : spec.tunnel_v4,
                spec.tunnel_v6.empty() ? "none" : spec.tunnel_v6);
-  spec = new_spec;
+  spec = new_spec;  // first: the path reads the new addresses (the routed guard's rewrite)
+  path->on_table_replaced();
   ++channel_readdressed;
 }
 
@@ -797,6 +797,7 @@ void Daemon::Impl::reload() {
   new_spec.exempt_v6 = spec.exempt_v6;
   new_spec.tunnel_v4 = spec.tunnel_v4;
   new_spec.tunnel_v6 = spec.tunnel_v6;
+  new_spec.udp_source_by_guard = spec.udp_source_by_guard;
   new_spec.forwarded_zone = spec.forwarded_zone;
   if (new_spec.stateless && new_spec.tunnel_v4.empty() && new_spec.tunnel_v6.empty()) {
     spdlog::error("reload refused: stateless addressing needs an address on {}",

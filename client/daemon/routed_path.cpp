@@ -138,21 +138,27 @@ common::Outcome RoutedPath::sync_channel_source() {
   const ng_channel_source want = channel_source();
   const std::string& dev = options_.channel_interface;
   if (if_nametoindex(dev.c_str()) == 0) return {};  // gone: nothing leaves through it
-  const bool same = std::memcmp(&want, &channel_source_, sizeof want) == 0;
-  if (same && guard_->channel_attached(dev)) return {};
+  if (std::memcmp(&want, &channel_source_, sizeof want) != 0) {
+    if (auto written = guard_->set_channel_source(want); !written) {
+      ++stats_.channel_source_failures;
+      return written;
+    }
+    channel_source_ = want;
+    spdlog::info("channel UDP source rewrite on {}: {} / {}", dev,
+                 ctx_.spec.tunnel_v4.empty() ? "-" : ctx_.spec.tunnel_v4,
+                 ctx_.spec.tunnel_v6.empty() ? "-" : ctx_.spec.tunnel_v6);
+  }
+  if (guard_->channel_attached(dev)) return {};
+  const bool first = !channel_source_attached_;
   if (auto done = guard_->attach_channel(dev, want); !done) {
     ++stats_.channel_source_failures;
     return done;
   }
-  if (!same) {
-    spdlog::info("channel UDP source rewrite on {}: {} / {}", dev,
-                 ctx_.spec.tunnel_v4.empty() ? "-" : ctx_.spec.tunnel_v4,
-                 ctx_.spec.tunnel_v6.empty() ? "-" : ctx_.spec.tunnel_v6);
-  } else {
+  channel_source_attached_ = true;
+  if (!first) {
     ++stats_.channel_source_restored;
     spdlog::warn("channel UDP source rewrite was off {}: attached again", dev);
   }
-  channel_source_ = want;
   return {};
 }
 
@@ -525,6 +531,11 @@ common::Outcome RoutedPath::restore_channel_routes() {
 // daemon re-arms the timer), counted as restored. An orphan's socket check comes due with
 // it, which only moves that check earlier.
 void RoutedPath::on_table_replaced() {
+  // The channel's UDP source rewrite follows the table: new tunnel addresses, a new device.
+  if (auto synced = sync_channel_source(); !synced) {
+    spdlog::error("channel UDP source rewrite on {}: {}", options_.channel_interface,
+                  synced.error().message);
+  }
   const common::Timestamp now = net::monotonic_now();
   for (auto& [key, f] : flows_) {
     if (!f.rule) continue;

@@ -192,6 +192,7 @@ class RoutedPath final : public NativePath {
   kernel::NftSetWriter set_writer_;  // the flows' elements (routed4/6)
   bool channel_ethernet_ = false;  // the channel device is Ethernet-framed (link_header.hpp)
   ng_channel_source channel_source_{};  // what ng_channel holds (sync_channel_source)
+  bool channel_source_attached_ = false;  // ng_channel_egress was attached once
   kernel::UdpSocketWatch sockets_;
   kernel::KernelProbe source_probe_;  // the native source address at start
   std::unique_ptr<kernel::NativeGuard> guard_;
