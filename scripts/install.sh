@@ -17,6 +17,8 @@ packages=(
   # QUIC peers for the lab: Debian's ngtcp2 example server and client
   ngtcp2-server ngtcp2-client
   chromium-headless-shell
+  # a second browser and QUIC stack (Mozilla's neqo; UDP GSO), its certificate tool
+  firefox-esr libnss3-tools
   # a third-party HTTP/3 server of another stack (Go, quic-go) that does not migrate
   caddy
   # the router and the lab

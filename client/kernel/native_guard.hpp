@@ -2,7 +2,9 @@
 // attaches them to native devices: ng_egress drops what must never leave natively (DNS, TCP
 // but to native prefixes, QUIC long headers, GSO batches holding one) and counts the QUIC
 // short headers that do; ng_ingress counts QUIC answers. Both count a watched flow's packets
-// in ng_watch, where the migration watchdog reads them.
+// in ng_watch, where the migration watchdog reads them. ng_channel_egress, on the channel
+// device, sets UDP's source to the tunnel address (stateless addressing on the routed path;
+// native_guard.bpf.c says why nft cannot).
 //
 // Everything is pinned under a directory on a BPF filesystem (mounted at /sys/fs/bpf if
 // nothing is), so the guard outlives the process that attached it: a killed daemon leaves

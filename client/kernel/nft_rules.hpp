@@ -37,7 +37,9 @@
 //   them; there is no `out_account` then): its egress chain counts, records local port .
 //   remote port . remote addr -> local addr in @rev4/6 (and remote addr -> local addr in
 //   @revany4/6, the fallback for other protocols) and sets the source to the tunnel address
-//   (nft fixes the IP and L4 checksums); its ingress chain counts and rewrites the
+//   (nft fixes the IP and L4 checksums; with udp_source_by_guard, not UDP's: the guard's
+//   ng_channel_egress does, after this chain, because nft's fix breaks UDP GSO batches);
+//   its ingress chain counts and rewrites the
 //   destination of packets to the tunnel address back by those maps.
 //   Limits: ICMP errors keep the tunnel address in their inner header (the socket does not
 //   see them); two local addresses using the same local port to the same remote end share
