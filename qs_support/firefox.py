@@ -81,3 +81,53 @@ def command(home, profile, url, screenshot, timeout):
     return ["env", f"HOME={home}", "MOZ_HEADLESS=1", "timeout", "-k", "5", str(timeout),
             binary(), "--headless", "--no-remote", "--profile", profile,
             f"--screenshot={screenshot}", url]
+
+
+PAGE = "page.html"
+MARKER = "QUICstep big page"
+
+
+def start_site(procs, netns, addresses, work, size_mb):
+    """Debian's gtlsserver on port 443 of each address in `netns` (one process each), serving
+    PAGE: `size_mb` MB of hidden text, then MARKER, with a certificate from a throwaway CA.
+    Returns (the CA's certificate, {address: the server's log}); the processes are `procs`'."""
+    from qs_support import certs
+    from qs_support.shadowsocks import wait_bound
+    htdocs = os.path.join(work, "htdocs")
+    os.makedirs(htdocs, exist_ok=True)
+    with open(os.path.join(htdocs, PAGE), "w") as f:
+        line = "QUICstep " * 11 + "\n"
+        f.write('<html><body><pre style="display:none">')
+        f.write(line * (size_mb * 1000 * 1000 // len(line)))
+        f.write(f'</pre><p style="font-size:40px">{MARKER}</p></body></html>\n')
+    ca, key, cert = certs.make_ca_signed(work)
+    logs = {}
+    for addr in addresses:
+        logs[addr] = os.path.join(work, f"gtlsserver-{addr}.log")
+        p = procs.start(netns, ["gtlsserver", f"--htdocs={htdocs}", addr, "443", key, cert],
+                        logs[addr])
+        wait_bound(netns, "u", addr, 443, p)
+    return ca, logs
+
+
+def load(in_client, work, ca, address, log, timeout=60):
+    """Firefox in the client host (`in_client(*argv, check=False, timeout=...)`) loads PAGE
+    from `address` over HTTP/3 with a fresh profile. Returns (seconds, why) where why is
+    None for a page that arrived whole: the server closed its stream with H3_NO_ERROR
+    (0x100; not cancelled, 0x10c) and Firefox wrote its screenshot after the load event."""
+    import time
+    profile = make_profile(os.path.join(work, f"profile-{address}"), ca, ["open.test"], address)
+    shot = os.path.join(work, f"page-{address}.png")
+    t0 = time.time()
+    res = in_client(*command(work, profile, f"https://open.test/{PAGE}", shot, timeout),
+                    check=False, timeout=timeout + 30)
+    took = time.time() - t0
+    with open(log) as f:
+        text = f.read()
+    if f"[:path: /{PAGE}]" not in text:
+        return took, f"{address}: the request never reached the server: {res.stderr[-1500:]}"
+    if "closed with error code 256" not in text:
+        return took, f"{address}: the response did not end whole: {res.stderr[-1500:]}"
+    if not os.path.exists(shot):
+        return took, f"{address}: no screenshot (the page never loaded): {res.stderr[-1500:]}"
+    return took, None

@@ -1394,38 +1394,15 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
         v4, v6 = first(srv["v4"]), first(srv["v6"])
         work = os.path.join(self.work, "firefox")
-        htdocs = os.path.join(work, "htdocs")
-        os.makedirs(htdocs, exist_ok=True)
-        with open(os.path.join(htdocs, "page.html"), "w") as f:
-            line = "QUICstep " * 11 + "\n"
-            f.write('<html><body><pre style="display:none">')
-            f.write(line * (SIZE_MB * 1000 * 1000 // len(line)))
-            f.write('</pre><p style="font-size:40px">QUICstep big page</p></body></html>\n')
-        ca, key, cert = certs.make_ca_signed(work)
-        logs = {}
-        for addr in (v4, v6):  # gtlsserver serves one address (or all: the suite's has srv1)
-            logs[addr] = os.path.join(work, f"gtlsserver-{addr}.log")
-            p = self.procs.start(srv["netns"], ["gtlsserver", f"--htdocs={htdocs}", addr, "443",
-                                                key, cert], logs[addr])
-            self.addCleanup(self.procs.stop, p)
-            wait_bound(srv["netns"], "u", addr, 443, p)
+        os.makedirs(work, exist_ok=True)
+        ca, logs = firefox.start_site(self.procs, srv["netns"], [v4, v6], work, SIZE_MB)
         cn, native, cp, channel = self.captures("firefox")
         self.start_daemon()
         took = {}
         for addr in (v4, v6):
-            profile = firefox.make_profile(os.path.join(work, f"profile-{addr}"), ca,
-                                           ["open.test"], addr)
-            shot = os.path.join(work, f"page-{addr}.png")
-            t0 = time.time()
-            res = lab_helpers.in_host(self.lab, "client", *firefox.command(
-                work, profile, "https://open.test/page.html", shot, 60), check=False, timeout=90)
-            took[addr] = time.time() - t0
-            with open(logs[addr]) as f:
-                log = f.read()
-            self.assertIn("[:path: /page.html]", log, f"{addr}: no request: {res.stderr[-1500:]}")
-            # H3_NO_ERROR (0x100): the response went whole, not cancelled (0x10c) or lost.
-            self.assertIn("closed with error code 256", log, f"{addr}: {res.stderr[-1500:]}")
-            self.assertTrue(os.path.exists(shot), f"{addr}: no screenshot: the page never loaded")
+            in_client = lambda *a, **k: lab_helpers.in_host(self.lab, "client", *a, **k)  # noqa: E731
+            took[addr], why = firefox.load(in_client, work, ca, addr, logs[addr])
+            self.assertIsNone(why)
         st = self.status()
         self.stop_captures(cn, cp)
         npk, cpk = self.read_captures(native, channel)
