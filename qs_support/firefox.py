@@ -90,7 +90,8 @@ MARKER = "QUICstep big page"
 def start_site(procs, netns, addresses, work, size_mb):
     """Debian's gtlsserver on port 443 of each address in `netns` (one process each), serving
     PAGE: `size_mb` MB of hidden text, then MARKER, with a certificate from a throwaway CA.
-    Returns (the CA's certificate, {address: the server's log}); the processes are `procs`'."""
+    Returns (the CA's certificate, {address: the server's log}, the server processes: the
+    caller stops them, with `procs`)."""
     from qs_support import certs
     from qs_support.shadowsocks import wait_bound
     htdocs = os.path.join(work, "htdocs")
@@ -101,13 +102,13 @@ def start_site(procs, netns, addresses, work, size_mb):
         f.write(line * (size_mb * 1000 * 1000 // len(line)))
         f.write(f'</pre><p style="font-size:40px">{MARKER}</p></body></html>\n')
     ca, key, cert = certs.make_ca_signed(work)
-    logs = {}
+    logs, servers = {}, []
     for addr in addresses:
         logs[addr] = os.path.join(work, f"gtlsserver-{addr}.log")
-        p = procs.start(netns, ["gtlsserver", f"--htdocs={htdocs}", addr, "443", key, cert],
-                        logs[addr])
-        wait_bound(netns, "u", addr, 443, p)
-    return ca, logs
+        servers.append(procs.start(netns, ["gtlsserver", f"--htdocs={htdocs}", addr, "443", key,
+                                           cert], logs[addr]))
+        wait_bound(netns, "u", addr, 443, servers[-1])
+    return ca, logs, servers
 
 
 def load(in_client, work, ca, address, log, timeout=60):

@@ -46,13 +46,14 @@ def write_config(path, interface, addressing=None, extra="", native_path=None):
     return path
 
 
-def detach_guard(device):
+def detach_guard(device, links=("egress", "ingress")):
     """Detaches the routed path's guard from `device` as another tool would (`bpftool link
     detach`): its tcx links, found by their pins under GUARD_PIN_DIR (the pins stay, the
-    links are defunct). A clsact guard is the caller's to delete (`tc filter del`). Returns
-    how many links were detached."""
+    links are defunct); links=("channel",): the channel device's UDP source rewrite. A
+    clsact guard is the caller's to delete (`tc filter del`). Returns how many links were
+    detached."""
     detached = 0
-    for direction in ("egress", "ingress"):
+    for direction in links:
         pin = f"{GUARD_PIN_DIR}/link_{device}_{direction}"
         shown = subprocess.run(["bpftool", "-j", "link", "show", "pinned", pin],
                                capture_output=True, text=True)

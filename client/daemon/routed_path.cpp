@@ -117,7 +117,8 @@ common::Outcome RoutedPath::open_guard(const RoutedPathOptions& options) {
 
 // The channel's UDP source rewrite (ng_channel_egress), where it was taken at start: its
 // tunnel addresses as the daemon knows them now, its program on the channel device as it is
-// now (a re-created device, a program another tool detached).
+// now. Called at start, whenever the table is replaced (new tunnel addresses, a re-created
+// device) and by the healer (a program another tool detached: the native_guard piece).
 ng_channel_source RoutedPath::channel_source() const {
   ng_channel_source c{};
   std::uint8_t a[16];
@@ -164,10 +165,6 @@ common::Outcome RoutedPath::sync_channel_source() {
 
 void RoutedPath::on_devices_checked() {
   if (!guard_) return;
-  if (auto synced = sync_channel_source(); !synced) {
-    spdlog::error("channel UDP source rewrite on {}: {}", options_.channel_interface,
-                  synced.error().message);
-  }
   for (const auto& dev : native_devices(options_.channel_interface)) {
     if (guarded_.count(dev) != 0) continue;
     if (auto w = guard_->attach(dev); !w) {

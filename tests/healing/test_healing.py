@@ -203,6 +203,18 @@ class Healing(artifacts.KeepOnFailure, unittest.TestCase):
         st = self.status()
         self.assertEqual(st["healing"]["pieces"]["native_guard"]["state"], "ok")
 
+    @unittest.skipUnless(ROUTED, "the channel's UDP source rewrite is the routed path's")
+    def test_channel_rewrite_detach(self):
+        """Another tool detaches the channel device's UDP source rewrite (ng_channel_egress):
+        until it is back, UDP leaves with the native source and the provider drops it (no
+        DNS, no QUIC handshake: closed, not leaked); the daemon attaches it again."""
+        def inject():
+            detached = quicstepd.detach_guard(self.channel_if, links=("channel",))
+            self.assertEqual(detached, 1, "no channel rewrite link found to detach")
+        self.run_fault("channel_rewrite", inject, "native_guard")
+        source = self.status()["routed"]["channel_udp_source"]
+        self.assertGreaterEqual(source["restored"], 1, source)
+
     def test_channel_down_up(self):
         downs = self.status()["channel"].get("downs", 0)
         seen_down = []

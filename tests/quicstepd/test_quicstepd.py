@@ -1395,7 +1395,10 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         v4, v6 = first(srv["v4"]), first(srv["v6"])
         work = os.path.join(self.work, "firefox")
         os.makedirs(work, exist_ok=True)
-        ca, logs = firefox.start_site(self.procs, srv["netns"], [v4, v6], work, SIZE_MB)
+        ca, logs, servers = firefox.start_site(self.procs, srv["netns"], [v4, v6], work,
+                                               SIZE_MB)
+        for server in servers:
+            self.addCleanup(self.procs.stop, server)
         cn, native, cp, channel = self.captures("firefox")
         self.start_daemon()
         took = {}
@@ -1428,10 +1431,14 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.addCleanup(self.procs.stop, sink)
         for addr in (v4, v6):
             wait_bound(srv["netns"], "u", addr, 443, sink)
+        time.sleep(0.2)
+        self.assertIsNone(sink.poll(), "the sink could not bind (another server on its port?)")
         before = udp_counters(srv["netns"])
+        cn, native, cp, channel = self.captures("udp-gso")
         self.start_daemon()
         res = lab_helpers.in_host(self.lab, "client", "python3", "-c", GSO_SENDER, v4, v6,
                                   check=False)
+        self.stop_captures(cn, cp)
         self.assertEqual(res.returncode, 0, res.stderr)
         time.sleep(1)
         st = self.status()
@@ -1439,6 +1446,16 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         after = udp_counters(srv["netns"])
         got = sorted(int(n) for n in sink.output.split())
         errors = {k: after[k] - before[k] for k in after}
+        # From outside: at the provider the long headers (and on the routed path the short
+        # ones too: flows it saw no handshake of stay on the channel), from the tunnel
+        # address; on the native link no long header (read_captures checks for leaks).
+        npk, cpk = self.read_captures(native, channel)
+        at_provider = [p for p in cpk if p.get("dst") in (v4, v6)]
+        natively = sum(1 for p in npk if p.get("dst") in (v4, v6))
+        self.assertEqual(natively, 0 if ROUTED else natively)
+        self.assertEqual(len(at_provider) + natively, 20)
+        self.assertEqual(sum(1 for p in at_provider if p.get("ip_len", 0) > 1000), 8)
+        self.assertTrue(all(p.get("src") in self.tunnel_addrs for p in at_provider))
         print(f"\n[udp gso] datagrams received by size {got}; checksum errors {errors}; "
               f"{st.get('routed', {}).get('channel_udp_source')}")
         self.assertEqual(errors, {"UdpInCsumErrors": 0, "Udp6InCsumErrors": 0})

@@ -112,7 +112,10 @@ class TunEnginePaths(base.TunEngineLab):
         v4, v6 = first(srv["v4"]), first(srv["v6"])
         work = os.path.join(self.work, "firefox")
         os.makedirs(work, exist_ok=True)
-        ca, logs = firefox.start_site(self.procs, srv["netns"], [v4, v6], work, base.SIZE_MB)
+        ca, logs, servers = firefox.start_site(self.procs, srv["netns"], [v4, v6], work,
+                                               base.SIZE_MB)
+        for server in servers:
+            self.addCleanup(self.procs.stop, server)
         cn, native, cp, channel = self.captures("firefox")
         engine = self.start_engine()
         took = {}
