@@ -103,6 +103,11 @@ common::Outcome RoutedPath::open_guard(const RoutedPathOptions& options) {
   auto loaded = NativeGuard::load(options_.guard);
   if (!loaded) return common::Failure("native guard: " + loaded.error().message);
   guard_ = std::move(*loaded);
+  if (guard_->replaced_stale_maps()) {
+    spdlog::warn("native guard: maps pinned under {} by an earlier version did not fit this "
+                 "one; replaced (start with --cleanup after a crash to avoid this)",
+                 options_.guard.pin_dir);
+  }
   if (auto w = set_writer_.open(); !w) return w;
   if (auto w = sockets_.open(); !w) return w;
   for (const auto& dev : native_devices(options_.channel_interface)) {

@@ -118,28 +118,63 @@ bool guard_address(const std::string& text, std::uint8_t out[16]) {
   return inet_pton(AF_INET6, text.c_str(), out) == 1;
 }
 
-NativeGuard::Loaded NativeGuard::load(const GuardOptions& options) {
-  if (auto prepared = prepare_pin_dir(options.pin_dir); !prepared) return prepared.error();
+namespace {
+
+// Opens the skeleton with its maps pinned under pin_dir (reused where pinned and
+// compatible) and loads it. Returns 0 or the error; *out holds the loaded skeleton.
+int open_and_load(const std::string& pin_dir, ::native_guard** out) {
   ::native_guard* skel = native_guard__open();
-  if (skel == nullptr) {
-    return common::Failure("open the guard's BPF object: " + errno_text(errno));
-  }
+  if (skel == nullptr) return errno != 0 ? -errno : -ENOMEM;
   bpf_map* map = nullptr;
   bpf_object__for_each_map(map, skel->obj) {
-    const std::string pin = options.pin_dir + "/" + bpf_map__name(map);
+    const std::string pin = pin_dir + "/" + bpf_map__name(map);
     bpf_map__set_pin_path(map, pin.c_str());  // reused if pinned and compatible, else pinned
   }
   if (int err = native_guard__load(skel); err != 0) {
+    native_guard__destroy(skel);
+    return err;
+  }
+  *out = skel;
+  return 0;
+}
+
+// The pinned maps under pin_dir (not the links): what an earlier version left there.
+int remove_map_pins(const std::string& pin_dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(pin_dir, ec)) {
+    if (entry.path().filename().string().rfind("link_", 0) == 0) continue;
+    if (unlink(entry.path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace
+
+NativeGuard::Loaded NativeGuard::load(const GuardOptions& options) {
+  if (auto prepared = prepare_pin_dir(options.pin_dir); !prepared) return prepared.error();
+  ::native_guard* skel = nullptr;
+  int err = open_and_load(options.pin_dir, &skel);
+  // Maps pinned by an earlier version (one that died, its pins left without --cleanup) do
+  // not fit this one's (a counter slot more): the kernel refuses to reuse them (EINVAL).
+  // Their pins go, and the load is tried once more with maps of its own. The programs an
+  // earlier guard left attached keep their maps until attach() replaces their links.
+  bool replaced = false;
+  if (err == -EINVAL && options.write_config && remove_map_pins(options.pin_dir) > 0) {
+    replaced = true;
+    err = open_and_load(options.pin_dir, &skel);
+  }
+  if (err != 0) {
     std::string why = "load the guard's BPF programs: " + errno_text(err);
     // Measured (kernel 6.18): CAP_BPF without CAP_PERFMON fails with EFAULT, without
     // CAP_BPF with EPERM (lab test_15).
     if (err == -EPERM || err == -EFAULT || err == EPERM || err == EFAULT) {
       why += " (needs CAP_BPF and CAP_PERFMON)";
     }
-    native_guard__destroy(skel);
     return common::Failure(why);
   }
   std::unique_ptr<NativeGuard> guard(new NativeGuard(skel, options));
+  guard->replaced_stale_maps_ = replaced;
   if (!options.write_config) return guard;
   // The configuration maps are written afresh: a reused map may hold an earlier config's.
   const int ports_fd = bpf_map__fd(skel->maps.ng_quic_ports);

@@ -79,6 +79,9 @@ class NativeGuard {
   bool channel_attached(const std::string& device) const;
 
   GuardAttachment attachment() const { return attachment_; }
+  // Whether load() found maps pinned by an earlier version that did not fit, and
+  // replaced them (their counters and watched flows are gone).
+  bool replaced_stale_maps() const { return replaced_stale_maps_; }
   GuardPath path() const { return path_; }
 
   // Summed over CPUs.
@@ -97,6 +100,7 @@ class NativeGuard {
  private:
   NativeGuard(::native_guard* skel, GuardOptions options)
       : skel_(skel), options_(std::move(options)) {}
+  bool replaced_stale_maps_ = false;
   common::Outcome set_port_bit(int map_fd, std::uint16_t port, bool on);
   // One program on one hook of a device: a pinned tcx link (`pin`), else a clsact filter.
   common::Outcome attach_one(const std::string& device, int ifindex, int prog, bool egress,

@@ -206,6 +206,16 @@ class NativeGuard(unittest.TestCase):
     def test_egress_v4(self):
         self.assertEqual(self.check_egress(4), "tcx ethernet")
 
+    def test_maps_pinned_by_an_earlier_version_are_replaced(self):
+        """A guard of an earlier version died and left its maps pinned, one of another size
+        (ng_counters had 12 slots): the kernel refuses to reuse it, and the load replaces
+        the pins instead of failing (the daemon would otherwise lose the routed path)."""
+        os.makedirs(PIN, exist_ok=True)
+        run("bpftool", "map", "create", f"{PIN}/ng_counters", "type", "percpu_array", "key",
+            "4", "value", "16", "entries", "12", "name", "ng_counters")
+        self.assertEqual(self.check_egress(4), "tcx ethernet")
+        self.assertEqual(len(self.guard()), 15)  # the counters of this version
+
     def test_egress_v6(self):
         self.assertEqual(self.check_egress(6), "tcx ethernet")
 
