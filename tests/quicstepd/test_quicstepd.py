@@ -67,7 +67,7 @@ while True:
 
 def udp_counters(netns):
     """The UDP checksum error counters of a namespace (nstat, absolute)."""
-    out = subprocess.run(["ip", "netns", "exec", netns, "nstat", "-az", "UdpInCsumErrors",
+    out = subprocess.run(["ip", "netns", "exec", netns, "nstat", "-asz", "UdpInCsumErrors",
                           "Udp6InCsumErrors"], capture_output=True, text=True).stdout
     found = {k: 0 for k in ("UdpInCsumErrors", "Udp6InCsumErrors")}
     for line in out.splitlines():
