@@ -83,7 +83,7 @@ void rewrite_source(std::ostringstream& o, const RulesetSpec& s) {
     o << differs << " meta l4proto { tcp, udp } update @rev" << fam << " { th sport . th dport . "
       << ip << " daddr : " << ip << " saddr }\n"
       << differs << " update @revany" << fam << " { " << ip << " daddr : " << ip << " saddr }";
-    if (s.udp_source_by_guard) {
+    if (s.routed && s.udp_source_by_guard) {
       // UDP's source is set after this chain, by the guard (nft_rules.hpp).
       o << "\n" << differs << " meta l4proto != udp";
     }

@@ -83,7 +83,7 @@ struct RulesetSpec {
   bool stateless = false;                // with nat: rewrite addresses without conntrack
   std::string tunnel_v4;                 // stateless: the channel interface's addresses
   std::string tunnel_v6;                 // (empty: that family's channel packets dropped)
-  // stateless, routed: UDP's source is set by the guard's ng_channel_egress (a BPF
+  // stateless, routed (ignored otherwise): UDP's source is set by the guard's ng_channel_egress (a BPF
   // program after this table's egress chain), not here: nft's rewrite breaks UDP GSO
   // packets' checksums (native_guard.bpf.c). The reverse maps still learn UDP here.
   bool udp_source_by_guard = false;

@@ -187,6 +187,7 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
   // set (a BPF program after this chain: UDP GSO checksums), everything else's still here.
   {
     RulesetSpec g = s;
+    g.routed = true;
     g.udp_source_by_guard = true;
     const std::string gout = chain(ruleset_text(g).substr(ruleset_text(g).find(
                                        "table netdev quicstep {")),
@@ -196,6 +197,10 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
     EXPECT_TRUE(has(gout, "ip saddr != 10.77.0.2 meta l4proto != udp ip saddr set 10.77.0.2\n"));
     EXPECT_TRUE(has(gout, "ip6 saddr != fd77::2 meta l4proto != udp ip6 saddr set fd77::2"));
     EXPECT_FALSE(has(gout, "} ip saddr set"));
+    // Only the routed path has the guard: the queue path (an "auto" that fell back after
+    // the flag was set) still has nft set UDP's source.
+    g.routed = false;
+    EXPECT_FALSE(has(ruleset_text(g), "meta l4proto != udp"));
   }
   // In: from the channel interface to the tunnel address, back to the learnt address; the
   // inet table's prerouting chain lets channel packets go (counted at the device).
