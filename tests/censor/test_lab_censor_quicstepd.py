@@ -297,11 +297,14 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual([r for r in fired if r != "wireguard"], [],
                          "the censor saw a blocked name")
         self.assertGreater(st["daemon"]["channel_recreated"],
-                           before["daemon"]["channel_recreated"], "the new device was seen")
-        native = st["paths"]["native"]
+                           before["daemon"]["channel_recreated"],
+                           f"the new device was seen (daemon before the kill {before['daemon']})")
+        native, native_before = st["paths"]["native"], before["paths"]["native"]
         self.assertGreater(native["bytes"] + native["in_bytes"],
-                           before["paths"]["native"]["bytes"] + before["paths"]["native"]["in_bytes"]
-                           + BIG_SIZE, "the bulk went native after the restart")
+                           native_before["bytes"] + native_before["in_bytes"] + BIG_SIZE,
+                           f"the bulk went native after the restart: native path before the kill "
+                           f"{native_before}, after the bulk {native}; channel {st['channel']}; "
+                           f"watchdog {st['watchdog']}")
 
     def test_6_wireguard_blocked_bulk_native_both_families(self):
         """WireGuard blocked, the forwarder's tunnel as the channel: a 10 MB fetch of
