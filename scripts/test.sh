@@ -36,7 +36,11 @@ fuzz=0
 scripts/fuzz.sh "${QS_FUZZ_SECONDS:-20}" || fuzz=$?
 
 if [[ $tests -ne 0 || $fuzz -ne 0 ]]; then
-  [[ $tests -ne 0 ]] && echo "test.sh: tests FAILED (ctest exit $tests)"
+  if [[ $tests -ne 0 ]]; then
+    echo "test.sh: tests FAILED (ctest exit $tests); their assertions, again at the end:"
+    grep -E -A4 '^(FAIL|ERROR): |^[A-Za-z]*Error: ' build/asan/Testing/Temporary/LastTest.log \
+      | cut -c1-600 | tail -n 60 || true
+  fi
   [[ $fuzz -ne 0 ]] && echo "test.sh: fuzzing FAILED (exit $fuzz)"
   if [[ -d build/asan/test-artifacts ]]; then
     echo "test.sh: logs and captures of the failed tests: $PWD/build/asan/test-artifacts"
