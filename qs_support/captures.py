@@ -22,10 +22,12 @@ def started(path, seconds=10):
     return False
 
 
-def start(procs, netns, iface, path):
-    """tcpdump on `iface` in `netns` writing `path` (a qs_support.procs.Procs tracks it)."""
+def start(procs, netns, iface, path, expression=None):
+    """tcpdump on `iface` in `netns` writing `path` (a qs_support.procs.Procs tracks it);
+    only the packets `expression` (a pcap filter) matches, if given."""
     p = procs.start(netns, ["tcpdump", "-i", iface, "-w", path, "-n", "-s", "0",
-                            "-B", "131072"], path + ".log")
+                            "-B", "131072"] + ([expression] if expression else []),
+                    path + ".log")
     if started(path):
         return p
     raise AssertionError(f"tcpdump on {netns}/{iface} did not start")

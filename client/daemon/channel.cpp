@@ -110,6 +110,8 @@ common::Outcome Channel::read_facts(RulesetSpec* spec) const {
   spec->exempt_v6.clear();
   spec->tunnel_v4.clear();
   spec->tunnel_v6.clear();
+  spec->channel_sources_v4.clear();
+  spec->channel_sources_v6.clear();
   // A WireGuard channel's peer endpoints; an interface channel's tunnel servers are only
   // known from channel_exempt (added below, to both kinds).
   const auto eps = kind_ == core::ChannelKind::wireguard
@@ -141,11 +143,13 @@ common::Outcome Channel::read_facts(RulesetSpec* spec) const {
   if (auto opened = probe.open(); !opened) return opened;
   const unsigned ifindex = if_nametoindex(interface_.c_str());
   if (ifindex == 0) return common::Failure("channel interface " + interface_ + " is gone");
-  for (auto [family, slot] : {std::pair{common::IpFamily::v4, &spec->tunnel_v4},
-                              std::pair{common::IpFamily::v6, &spec->tunnel_v6}}) {
-    const std::optional<std::string> address = probe.first_global_address(family, ifindex);
-    if (!address) return common::Failure("cannot read the addresses of " + interface_);
-    *slot = *address;
+  for (auto [family, first, all] :
+       {std::tuple{common::IpFamily::v4, &spec->tunnel_v4, &spec->channel_sources_v4},
+        std::tuple{common::IpFamily::v6, &spec->tunnel_v6, &spec->channel_sources_v6}}) {
+    std::optional<std::vector<std::string>> addresses = probe.global_addresses(family, ifindex);
+    if (!addresses) return common::Failure("cannot read the addresses of " + interface_);
+    *first = addresses->empty() ? std::string() : addresses->front();
+    *all = std::move(*addresses);
   }
   if (spec->nat && spec->stateless && spec->tunnel_v4.empty() && spec->tunnel_v6.empty()) {
     return common::Failure("stateless addressing: the channel interface " + interface_ +

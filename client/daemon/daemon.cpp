@@ -436,6 +436,7 @@ void Daemon::Impl::channel_changed(unsigned index) {
     return;  // channel_ifindex unchanged: the next check tries again
   }
   keep_kernel_counters();
+  path->before_channel_addresses(new_spec);
   if (auto installed = rules.install(new_spec); !installed) {
     spdlog::error("channel interface {} re-created, but the rules failed: {}; retrying",
                   config.daemon.channel_interface, installed.error().message);
@@ -459,16 +460,24 @@ void Daemon::Impl::channel_changed(unsigned index) {
 // (fail closed), never sent with another source.
 void Daemon::Impl::follow_channel_addresses() {
   if (channel_ifindex == 0 || !probe.is_open() || tproxy()) return;
-  const std::optional<std::string> v4 = probe.first_global_address(common::IpFamily::v4,
-                                                                   channel_ifindex);
-  const std::optional<std::string> v6 = probe.first_global_address(common::IpFamily::v6,
-                                                                   channel_ifindex);
+  const auto v4 = probe.global_addresses(common::IpFamily::v4, channel_ifindex);
+  const auto v6 = probe.global_addresses(common::IpFamily::v6, channel_ifindex);
   if (!v4 || !v6) return;  // a dump failed: the next check reads again
-  if (*v4 == spec.tunnel_v4 && *v6 == spec.tunnel_v6) return;
+  // Stateless addressing writes the first of each family; nat's check after masquerade
+  // names them all (RulesetSpec::channel_sources_v4).
+  const bool all_named = spec.nat && !spec.stateless;
+  const auto first = [](const std::vector<std::string>& a) {
+    return a.empty() ? std::string() : a.front();
+  };
+  if (all_named ? (*v4 == spec.channel_sources_v4 && *v6 == spec.channel_sources_v6)
+                : (first(*v4) == spec.tunnel_v4 && first(*v6) == spec.tunnel_v6)) {
+    return;
+  }
   RulesetSpec new_spec = spec;
   common::Outcome done = channel.reattach(&new_spec);
   if (done) {
     keep_kernel_counters();
+    path->before_channel_addresses(new_spec);
     done = rules.install(new_spec);
   }
   if (!done) {
@@ -480,12 +489,18 @@ void Daemon::Impl::follow_channel_addresses() {
     return;
   }
   readdress_error.clear();
+  const auto text = [all_named](const std::string& first, const std::vector<std::string>& all) {
+    if (!all_named) return first.empty() ? std::string("none") : first;
+    std::string joined;
+    for (const auto& a : all) joined += (joined.empty() ? "" : " ") + a;
+    return joined.empty() ? std::string("none") : joined;
+  };
   spdlog::warn("channel interface {}: tunnel addresses now {} / {} (were {} / {}): rules "
                "installed again", config.daemon.channel_interface,
-               new_spec.tunnel_v4.empty() ? "none" : new_spec.tunnel_v4,
-               new_spec.tunnel_v6.empty() ? "none" : new_spec.tunnel_v6,
-               spec.tunnel_v4.empty() ? "none" : spec.tunnel_v4,
-               spec.tunnel_v6.empty() ? "none" : spec.tunnel_v6);
+               text(new_spec.tunnel_v4, new_spec.channel_sources_v4),
+               text(new_spec.tunnel_v6, new_spec.channel_sources_v6),
+               text(spec.tunnel_v4, spec.channel_sources_v4),
+               text(spec.tunnel_v6, spec.channel_sources_v6));
   spec = new_spec;  // first: the path reads the new addresses (the routed guard's rewrite)
   path->on_table_replaced();
   ++channel_readdressed;

@@ -104,6 +104,10 @@ class NativePath {
   // daemon read (KernelProbe::native_source) before the heal check (routed: the channel
   // route's source).
   virtual void follow_network(const NativeSources& sources) = 0;
+  // The channel's tunnel addresses (or its device) are about to change to next's: called
+  // before the rules that carry them are installed, with `next` as they will be (routed: the
+  // guard's UDP source rewrite takes the new addresses first).
+  virtual void before_channel_addresses(const kernel::RulesetSpec& next) = 0;
   // The nft table was installed anew (reload, re-created channel): its sets start empty.
   virtual void on_table_replaced() = 0;
   // The channel device was re-created and the table installed on it again.

@@ -47,6 +47,8 @@ class QueuePath final : public NativePath {
   void follow_network(const NativeSources&) override {}
   void on_table_replaced() override;
   void on_channel_recreated() override {}
+  // nft writes every channel packet's source itself.
+  void before_channel_addresses(const kernel::RulesetSpec&) override {}
   void on_classifier_reset() override;
   bool reload_needs_restart(const kernel::RoutingSpec&,
                             const kernel::RoutingSpec&) const override {

@@ -124,14 +124,14 @@ common::Outcome RoutedPath::open_guard(const RoutedPathOptions& options) {
 // tunnel addresses as the daemon knows them now, its program on the channel device as it is
 // now. Called at start, whenever the table is replaced (new tunnel addresses, a re-created
 // device) and by the healer (a program another tool detached: the native_guard piece).
-ng_channel_source RoutedPath::channel_source() const {
+ng_channel_source RoutedPath::channel_source(const kernel::RulesetSpec& spec) const {
   ng_channel_source c{};
   std::uint8_t a[16];
-  if (!ctx_.spec.tunnel_v4.empty() && kernel::guard_address(ctx_.spec.tunnel_v4, a)) {
+  if (!spec.tunnel_v4.empty() && kernel::guard_address(spec.tunnel_v4, a)) {
     std::memcpy(c.v4, a + 12, 4);
     c.has_v4 = 1;
   }
-  if (!ctx_.spec.tunnel_v6.empty() && kernel::guard_address(ctx_.spec.tunnel_v6, a)) {
+  if (!spec.tunnel_v6.empty() && kernel::guard_address(spec.tunnel_v6, a)) {
     std::memcpy(c.v6, a, 16);
     c.has_v6 = 1;
   }
@@ -139,9 +139,9 @@ ng_channel_source RoutedPath::channel_source() const {
   return c;
 }
 
-common::Outcome RoutedPath::sync_channel_source() {
-  if (!guard_ || !ctx_.spec.udp_source_by_guard) return {};
-  const ng_channel_source want = channel_source();
+common::Outcome RoutedPath::sync_channel_source(const kernel::RulesetSpec& spec) {
+  if (!guard_ || !spec.udp_source_by_guard) return {};
+  const ng_channel_source want = channel_source(spec);
   const std::string& dev = options_.channel_interface;
   if (if_nametoindex(dev.c_str()) == 0) return {};  // gone: nothing leaves through it
   if (std::memcmp(&want, &channel_source_, sizeof want) != 0) {
@@ -151,8 +151,8 @@ common::Outcome RoutedPath::sync_channel_source() {
     }
     channel_source_ = want;
     spdlog::info("channel UDP source rewrite on {}: {} / {}", dev,
-                 ctx_.spec.tunnel_v4.empty() ? "-" : ctx_.spec.tunnel_v4,
-                 ctx_.spec.tunnel_v6.empty() ? "-" : ctx_.spec.tunnel_v6);
+                 spec.tunnel_v4.empty() ? "-" : spec.tunnel_v4,
+                 spec.tunnel_v6.empty() ? "-" : spec.tunnel_v6);
   }
   if (guard_->channel_attached(dev)) return {};
   const bool first = !channel_source_attached_;
@@ -532,6 +532,24 @@ common::Outcome RoutedPath::restore_channel_routes() {
 // again at the next timer, after the install (some callers tell before installing; the
 // daemon re-arms the timer), counted as restored. An orphan's socket check comes due with
 // it, which only moves that check earlier.
+// The rules about to be installed leave UDP's source to the guard (nft_rules.cpp): were the
+// guard to learn a family's new address only after them (on_table_replaced), that family's
+// UDP would leave into the channel with its native source for as long as the install takes
+// (~25 ms seen in the lab, 30 datagrams of a stream per change: test_y) — not a leak to the
+// native path, but a provider that does not check sources hands the server the client's
+// native address in the middle of a handshake.
+void RoutedPath::before_channel_addresses(const kernel::RulesetSpec& next) {
+  kernel::RulesetSpec first = next;
+  // A family that loses its address: the old rules still pass its UDP to the guard until
+  // the new ones drop it; the old address it keeps till then is the device's last.
+  if (first.tunnel_v4.empty()) first.tunnel_v4 = ctx_.spec.tunnel_v4;
+  if (first.tunnel_v6.empty()) first.tunnel_v6 = ctx_.spec.tunnel_v6;
+  if (auto synced = sync_channel_source(first); !synced) {
+    spdlog::error("channel UDP source rewrite on {}: {}", options_.channel_interface,
+                  synced.error().message);
+  }
+}
+
 void RoutedPath::on_table_replaced() {
   // The channel's UDP source rewrite follows the table: new tunnel addresses, a new device.
   if (auto synced = sync_channel_source(); !synced) {

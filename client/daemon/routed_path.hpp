@@ -104,6 +104,11 @@ class RoutedPath final : public NativePath {
   // path has; a family whose default route went loses its channel route (its channel
   // packets then meet `unreachable`). Counted (source_changes) and logged.
   void follow_network(const NativeSources& sources) override;
+  // New tunnel addresses, or a new channel device, with rules that leave UDP's source to the
+  // guard: the guard rewrites to the new addresses, and is attached to the new device,
+  // before those rules are installed (a family that loses its address keeps the old one
+  // until on_table_replaced; the new rules drop that family).
+  void before_channel_addresses(const kernel::RulesetSpec& next) override;
   // The table was installed afresh: its sets are empty, every flow's element again.
   void on_table_replaced() override;
   // The routed channel table's route went with the old device: the same route again.
@@ -136,8 +141,9 @@ class RoutedPath final : public NativePath {
  private:
   // The channel's UDP source rewrite (ng_channel_egress): what it should hold, and making
   // it so (attached to the channel device, with the current tunnel addresses).
-  ng_channel_source channel_source() const;
-  common::Outcome sync_channel_source();
+  ng_channel_source channel_source(const kernel::RulesetSpec& spec) const;
+  common::Outcome sync_channel_source(const kernel::RulesetSpec& spec);
+  common::Outcome sync_channel_source() { return sync_channel_source(ctx_.spec); }
   // A copy the log group delivered: the server's handshake (ingress), or an outbound packet
   // the classifier decides (a flow it moves native is scheduled).
   void observe(const kernel::ObservedPacket& p);

@@ -133,6 +133,7 @@ struct AddressQuery {
   unsigned ifindex = 0;
   std::string usable, deprecated;  // the first of each
   std::string any;                 // the first one whose duplicate detection did not fail
+  std::vector<std::string> all;    // every one whose duplicate detection did not fail
 };
 
 int pick_address(const nlmsghdr* h, void* data) {
@@ -161,6 +162,7 @@ int pick_address(const nlmsghdr* h, void* data) {
   const std::string& text = !local.empty() ? local : address;
   if (text.empty() || (flags & IFA_F_DADFAILED) != 0) return MNL_CB_OK;
   if (q->any.empty()) q->any = text;
+  q->all.push_back(text);
   if ((flags & IFA_F_TENTATIVE) != 0) return MNL_CB_OK;
   std::string& slot = (flags & IFA_F_DEPRECATED) != 0 ? q->deprecated : q->usable;
   if (slot.empty()) slot = text;
@@ -274,7 +276,7 @@ std::optional<std::string> KernelProbe::native_source(common::IpFamily family) {
   }
   if (!route.found) return std::string();
   if (!route.prefsrc.empty()) return route.prefsrc;
-  AddressQuery q{route.oif, {}, {}, {}};
+  AddressQuery q{route.oif, {}, {}, {}, {}};
   if (dump(RTM_GETADDR, af(family), sizeof(ifaddrmsg), pick_address, &q) != 0) {
     return std::nullopt;
   }
@@ -283,11 +285,18 @@ std::optional<std::string> KernelProbe::native_source(common::IpFamily family) {
 
 std::optional<std::string> KernelProbe::first_global_address(common::IpFamily family,
                                                              unsigned ifindex) {
-  AddressQuery q{ifindex, {}, {}, {}};
+  std::optional<std::vector<std::string>> all = global_addresses(family, ifindex);
+  if (!all) return std::nullopt;
+  return all->empty() ? std::string() : all->front();
+}
+
+std::optional<std::vector<std::string>> KernelProbe::global_addresses(common::IpFamily family,
+                                                                      unsigned ifindex) {
+  AddressQuery q{ifindex, {}, {}, {}, {}};
   if (dump(RTM_GETADDR, af(family), sizeof(ifaddrmsg), pick_address, &q) != 0) {
     return std::nullopt;
   }
-  return q.any;
+  return q.all;
 }
 
 }  // namespace quicstep::client::kernel

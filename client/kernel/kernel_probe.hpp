@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/ip_packet.hpp"
@@ -51,6 +52,10 @@ class KernelProbe {
   // stateless addressing writes into channel packets. "" when it has none; nullopt when the
   // dump failed.
   std::optional<std::string> first_global_address(common::IpFamily family, unsigned ifindex);
+  // Every such address, in the kernel's order (the first is first_global_address's): the
+  // sources masquerade may choose for packets out of the device (nat addressing).
+  std::optional<std::vector<std::string>> global_addresses(common::IpFamily family,
+                                                           unsigned ifindex);
 
  private:
   // Sends the request at `nlh` on `s` and runs `on_message` on each answer until the

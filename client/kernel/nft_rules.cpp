@@ -357,6 +357,19 @@ void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
          "    type nat hook postrouting priority srcnat; policy accept;\n"
          "    oifname \"" << s.channel_interface << "\" masquerade\n"
          "  }\n";
+    // After masquerade (its binding is confirmed later, at conntrack's last hook: a packet
+    // dropped here leaves none behind): the source must be one of the interface's own.
+    o << "  chain post_nat_source {\n"
+         "    type filter hook postrouting priority srcnat + 1; policy accept;\n";
+    for (const auto& [ip, nfproto, sources] :
+         {std::tuple{"ip", "ipv4", &s.channel_sources_v4},
+          std::tuple{"ip6", "ipv6", &s.channel_sources_v6}}) {
+      o << "    oifname \"" << s.channel_interface << "\" meta nfproto " << nfproto
+        << " meta l4proto { tcp, udp }";
+      if (!sources->empty()) o << " " << ip << " saddr != " << addr_set(*sources);
+      o << " counter drop\n";
+    }
+    o << "  }\n";
   }
 }
 
@@ -574,6 +587,13 @@ common::Outcome check_spec(const RulesetSpec& s) {
     for (const auto& a : list) {
       if (!valid_address_text(a)) {
         return common::Failure("bad exempt address or prefix `" + a + "'");
+      }
+    }
+  }
+  for (const auto& list : {s.channel_sources_v4, s.channel_sources_v6}) {
+    for (const auto& a : list) {
+      if (!valid_address_text(a) || a.find('/') != std::string::npos) {
+        return common::Failure("bad channel address `" + a + "'");
       }
     }
   }

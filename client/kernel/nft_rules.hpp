@@ -83,6 +83,12 @@ struct RulesetSpec {
   bool stateless = false;                // with nat: rewrite addresses without conntrack
   std::string tunnel_v4;                 // stateless: the channel interface's addresses
   std::string tunnel_v6;                 // (empty: that family's channel packets dropped)
+  // nat, not stateless: every global address of the channel interface, the sources
+  // masquerade may give; `post_nat_source` drops TCP and UDP out of the interface with any
+  // other source (empty: all of that family's). Masquerade would otherwise give IPv6 a
+  // native address while the interface has no IPv6 one, and conntrack would keep it.
+  std::vector<std::string> channel_sources_v4;
+  std::vector<std::string> channel_sources_v6;
   // stateless, routed (ignored otherwise): UDP's source is set by the guard's ng_channel_egress (a BPF
   // program after this table's egress chain), not here: nft's rewrite breaks UDP GSO
   // packets' checksums (native_guard.bpf.c). The reverse maps still learn UDP here.

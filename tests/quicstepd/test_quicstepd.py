@@ -50,6 +50,38 @@ for dst in sys.argv[1:]:
                 s.sendmsg([batch], cmsg, 0, (dst, 443))
         s.close()
 """
+# test_y's sender: long-header-like datagrams to port 443 of each address given, about
+# 4,000 a second each, until stopped; prints how many it sent. (200 octets: the server
+# ignores an Initial shorter than 1,200.)
+LONG_HEADER_FLOOD = """
+import os, signal, socket, sys, time
+sent = 0
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+socks = []
+for dst in sys.argv[1:]:
+    s = socket.socket(socket.AF_INET6 if ":" in dst else socket.AF_INET, socket.SOCK_DGRAM)
+    for attempt in range(100):  # a lab just up: the native IPv6 address may be tentative
+        try:
+            s.connect((dst, 443))
+            break
+        except OSError:
+            time.sleep(0.1)
+    socks.append(s)
+print("connected", flush=True)
+payload = bytes([0xc3, 0, 0, 0, 1, 8]) + os.urandom(8) + bytes([0]) + os.urandom(185)
+while not stop:
+    for s in socks:
+        for _ in range(4):
+            try:
+                s.send(payload)
+                sent += 1
+            except OSError:
+                pass
+    time.sleep(0.001)
+print(sent, flush=True)
+"""
 GSO_SINK = """
 import select, signal, socket, sys
 socks = []
@@ -1465,6 +1497,69 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
             source = st["routed"]["channel_udp_source"]
             self.assertTrue(source["by_guard"])
             self.assertGreaterEqual(source["gso"], 8)
+
+    def test_y_channel_addresses_removed_and_added_again(self):
+        """The channel device loses a tunnel address and gets it back (a VPN client
+        reconfigured, a tunnel program adding its addresses one at a time), again and
+        again, while long headers stream into the channel over both families: the daemon
+        follows each change, and no datagram ever leaves into the channel with a source
+        other than a tunnel address, not even for the instant between the new rules and the
+        guard's rewrite (a provider that does not check sources would hand the server the
+        client's native address in the middle of a handshake)."""
+        def run(*cmd, check=True):
+            return lab_helpers.in_host(self.lab, "client", *cmd, check=check)
+
+        ifc = self.channel_if
+        addrs = {}
+        for fam in ("-4", "-6"):
+            for line in run("ip", "-o", fam, "addr", "show", "dev", ifc, "scope",
+                            "global").stdout.splitlines():
+                words = line.split()
+                addrs.setdefault(fam, words[words.index("inet" if fam == "-4" else "inet6") + 1])
+        self.assertEqual(sorted(addrs), ["-4", "-6"], f"the channel's addresses: {addrs}")
+        tunnel = [a.split("/")[0] for a in addrs.values()]
+
+        def tx_packets():
+            import json
+            return json.loads(run("ip", "-s", "-j", "link", "show", ifc).stdout)[0][
+                "stats64"]["tx"]["packets"]
+
+        self.start_daemon()
+        foreign = os.path.join(self.work, "readdress-foreign-source.pcap")
+        cap = h.start_capture(self.procs, self.client_ns, ifc, foreign,
+                              f"udp and not src host {tunnel[0]} and not src host {tunnel[1]}")
+        tx0 = tx_packets()
+        flood = self.procs.start(self.client_ns, ["python3", "-c", LONG_HEADER_FLOOD,
+                                                  self.srv_v4, self.srv_v6],
+                                 os.path.join(self.work, "readdress-flood.log"))
+        cycles = 6
+        for cycle in range(cycles):
+            for fam, cidr in addrs.items():
+                for op in ("del", "add"):
+                    before = self.status()["daemon"]["channel_readdressed"]
+                    extra = ["nodad"] if fam == "-6" and op == "add" else []
+                    run("ip", fam, "addr", op, cidr, "dev", ifc, *extra)
+                    deadline = time.time() + 10
+                    while self.status()["daemon"]["channel_readdressed"] <= before:
+                        self.assertLess(time.time(), deadline,
+                                        f"cycle {cycle}: the daemon did not follow "
+                                        f"'ip {fam} addr {op} {cidr}'")
+                        time.sleep(0.05)
+                    time.sleep(0.1)
+        self.assertIsNone(flood.poll(), "the sender died")
+        self.procs.stop(flood)
+        tx = tx_packets() - tx0
+        with open(os.path.join(self.work, "readdress-flood.log")) as f:
+            sent = int(f.read().split()[-1])
+        self.stop_captures(cap)
+        self.assert_complete(foreign)
+        bad = h.inspect(foreign)
+        print(f"\n[channel readdressed {4 * cycles}x] {sent} long headers sent, {tx} packets "
+              f"left into the channel; {len(bad)} with a foreign source")
+        self.assertGreater(tx, sent // 2, "the long headers did not take the channel")
+        self.assertEqual([(p.get("src"), p.get("dst")) for p in bad[:5]], [],
+                         f"{len(bad)} datagrams left into the channel with a source that is "
+                         "not a tunnel address")
 
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,

@@ -140,6 +140,22 @@ TEST(NftRules, NatModeUntracksNativeAndMasqueradesTheChannel) {
   EXPECT_TRUE(has(chain(t, "in_watch"), "iifname \"qsw-client\" goto from_channel"));
   EXPECT_TRUE(has(chain(t, "from_channel"), "    counter name \"channel_in\" accept"));
   EXPECT_TRUE(has(chain(t, "post_nat"), "oifname \"qsw-client\" masquerade"));
+  // After masquerade, only the interface's own addresses leave into it (IPv6 masquerade
+  // would take a native address while the interface has none); no address: none leave.
+  EXPECT_TRUE(has(chain(t, "post_nat_source"), "priority srcnat + 1;"));
+  EXPECT_TRUE(has(chain(t, "post_nat_source"), "oifname \"qsw-client\" meta nfproto ipv6 "
+                                               "meta l4proto { tcp, udp } counter drop"));
+  s.channel_sources_v4 = {"10.0.0.2"};
+  s.channel_sources_v6 = {"fd00::2", "fd00::3"};
+  t = ruleset_text(s);
+  EXPECT_TRUE(has(chain(t, "post_nat_source"),
+                  "oifname \"qsw-client\" meta nfproto ipv4 meta l4proto { tcp, udp } ip saddr "
+                  "!= { 10.0.0.2 } counter drop"));
+  EXPECT_TRUE(has(chain(t, "post_nat_source"),
+                  "meta l4proto { tcp, udp } ip6 saddr != { fd00::2, fd00::3 } counter drop"));
+  s.channel_sources_v6 = {"fd00::2; flush ruleset"};
+  EXPECT_EQ(failure_text(check_spec(s)), "bad channel address `fd00::2; flush ruleset'");
+  s.channel_sources_v6 = {"fd00::2"};
   // track_native: conntrack sees native packets; zone 1 keeps channel NAT bindings apart.
   s.track_native = true;
   t = ruleset_text(s);
