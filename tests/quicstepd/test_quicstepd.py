@@ -1518,6 +1518,15 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
                 addrs.setdefault(fam, words[words.index("inet" if fam == "-4" else "inet6") + 1])
         self.assertEqual(sorted(addrs), ["-4", "-6"], f"the channel's addresses: {addrs}")
         tunnel = [a.split("/")[0] for a in addrs.values()]
+        # The kernel removes a device's IPv4 routes with its last IPv4 address; the tool that
+        # adds the address again adds them too (wg-quick up). The routed path puts back its
+        # own channel routes; the lab's, which the queue path uses, are put back here, as
+        # that tool would.
+        routes = [(fam, line.split()) for fam in ("-4", "-6") for line in run(
+            "ip", fam, "route", "show", "table", "all", "dev", ifc).stdout.splitlines()
+            if line.startswith("default")]
+        self.addCleanup(lambda: [run("ip", fam, "route", "replace", *words, "dev", ifc,
+                                     check=False) for fam, words in routes])
 
         def tx_packets():
             import json
@@ -1539,6 +1548,9 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
                     before = self.status()["daemon"]["channel_readdressed"]
                     extra = ["nodad"] if fam == "-6" and op == "add" else []
                     run("ip", fam, "addr", op, cidr, "dev", ifc, *extra)
+                    if op == "add":
+                        for f, words in routes:
+                            run("ip", f, "route", "replace", *words, "dev", ifc)
                     deadline = time.time() + 10
                     while self.status()["daemon"]["channel_readdressed"] <= before:
                         self.assertLess(time.time(), deadline,
