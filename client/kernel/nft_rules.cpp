@@ -367,7 +367,7 @@ void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
       o << "    oifname \"" << s.channel_interface << "\" meta nfproto " << nfproto
         << " meta l4proto { tcp, udp }";
       if (!sources->empty()) o << " " << ip << " saddr != " << addr_set(*sources);
-      o << " counter drop\n";
+      o << " counter name \"channel_foreign_source\" drop\n";
     }
     o << "  }\n";
   }
@@ -629,6 +629,7 @@ std::string ruleset_text(const RulesetSpec& s) {
                         "watch_in"}) {
     o << "  counter " << c << " {\n  }\n";
   }
+  if (s.nat && !s.stateless) o << "  counter channel_foreign_source {\n  }\n";
   flow_sets(o, s);
   out_decide_chain(o, s);
   quic_out_chain(o, s);

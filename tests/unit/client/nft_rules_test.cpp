@@ -143,16 +143,19 @@ TEST(NftRules, NatModeUntracksNativeAndMasqueradesTheChannel) {
   // After masquerade, only the interface's own addresses leave into it (IPv6 masquerade
   // would take a native address while the interface has none); no address: none leave.
   EXPECT_TRUE(has(chain(t, "post_nat_source"), "priority srcnat + 1;"));
-  EXPECT_TRUE(has(chain(t, "post_nat_source"), "oifname \"qsw-client\" meta nfproto ipv6 "
-                                               "meta l4proto { tcp, udp } counter drop"));
+  EXPECT_TRUE(has(chain(t, "post_nat_source"),
+                  "oifname \"qsw-client\" meta nfproto ipv6 meta l4proto { tcp, udp } counter "
+                  "name \"channel_foreign_source\" drop"));
+  EXPECT_TRUE(has(t, "  counter channel_foreign_source {\n  }\n"));
   s.channel_sources_v4 = {"10.0.0.2"};
   s.channel_sources_v6 = {"fd00::2", "fd00::3"};
   t = ruleset_text(s);
   EXPECT_TRUE(has(chain(t, "post_nat_source"),
                   "oifname \"qsw-client\" meta nfproto ipv4 meta l4proto { tcp, udp } ip saddr "
-                  "!= { 10.0.0.2 } counter drop"));
+                  "!= { 10.0.0.2 } counter name \"channel_foreign_source\" drop"));
   EXPECT_TRUE(has(chain(t, "post_nat_source"),
-                  "meta l4proto { tcp, udp } ip6 saddr != { fd00::2, fd00::3 } counter drop"));
+                  "meta l4proto { tcp, udp } ip6 saddr != { fd00::2, fd00::3 } counter name "
+                  "\"channel_foreign_source\" drop"));
   s.channel_sources_v6 = {"fd00::2; flush ruleset"};
   EXPECT_EQ(failure_text(check_spec(s)), "bad channel address `fd00::2; flush ruleset'");
   s.channel_sources_v6 = {"fd00::2"};
