@@ -255,7 +255,17 @@ common::Outcome Daemon::Impl::start_native_path() {
     spec.udp_source_by_guard = false;  // the guard went with the routed path
   }
   path = std::make_unique<QueuePath>(context());
-  return path->start();
+  common::Outcome started = path->start();
+  // A routed daemon that was killed left its guard pinned (invariant 1); the queue path's
+  // rules keep channel packets off the native path from here on. Its channel program would
+  // go on rewriting or dropping channel packets by the tunnel addresses it last knew (wrong
+  // for permissive addressing, or after the addresses changed): taken off.
+  if (started) {
+    if (const int removed = RoutedPath::remove_guard(config.daemon.guard_pin_dir); removed > 0) {
+      spdlog::warn("removed the guard an earlier routed daemon left ({} attachments)", removed);
+    }
+  }
+  return started;
 }
 
 // The choice again, for a reloaded config: "auto" that fell back at start stays on the queue

@@ -648,12 +648,13 @@ void RoutedPath::add_status_json(nlohmann::json& j) const {
                                          {"packets", g[NG_CHANNEL_UDP].packets},
                                          {"gso", g[NG_CHANNEL_UDP_GSO].packets},
                                          {"unparsed", g[NG_CHANNEL_UNPARSED].packets},
+                                         {"foreign_dropped", g[NG_CHANNEL_FOREIGN].packets},
                                          {"restored", r.channel_source_restored},
                                          {"failures", r.channel_source_failures}}}};
 }
 
-void RoutedPath::remove_guard(const std::string& pin_dir) {
-  NativeGuard::remove(pin_dir, native_devices(""));
+int RoutedPath::remove_guard(const std::string& pin_dir) {
+  return NativeGuard::remove(pin_dir, native_devices(""));
 }
 
 }  // namespace quicstep::client::daemon

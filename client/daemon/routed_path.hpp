@@ -136,7 +136,8 @@ class RoutedPath final : public NativePath {
 
   // Everything the guard of `pin_dir` and the devices of this namespace carry (at exit and by
   // --cleanup; the rules go with the routing's priorities).
-  static void remove_guard(const std::string& pin_dir);
+  // Returns how many attachments it took off.
+  static int remove_guard(const std::string& pin_dir);
 
  private:
   // The channel's UDP source rewrite (ng_channel_egress): what it should hold, and making

@@ -30,7 +30,7 @@ const char* const kSlotNames[NG_COUNTER_SLOTS] = {
     "native_out", "native_in", "drop_long", "drop_dns",      "drop_tcp",
     "drop_gso",   "drop_unparsed", "watch_sent", "watch_answered",
     "native_out_generic", "native_in_generic", "drop_raw_fragment", "channel_udp",
-    "channel_udp_gso", "channel_unparsed"};
+    "channel_udp_gso", "channel_unparsed", "channel_foreign"};
 
 int enter_netns(const std::string& name) {
   if (name.empty()) return 0;

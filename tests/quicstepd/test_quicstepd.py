@@ -82,6 +82,23 @@ while not stop:
     time.sleep(0.001)
 print(sent, flush=True)
 """
+# test_y2's sender: a TCP connection attempt (one SYN) to port 443 of each address given,
+# about 1,000 a second each, until stopped.
+TCP_CONNECTS = """
+import signal, socket, sys, time
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+while not stop:
+    for dst in sys.argv[1:]:
+        s = socket.socket(socket.AF_INET6 if ":" in dst else socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect((dst, 443))
+        except OSError:
+            pass
+        s.close()
+    time.sleep(0.001)
+"""
 GSO_SINK = """
 import select, signal, socket, sys
 socks = []
@@ -403,6 +420,37 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         # The restarted daemon moved the new connection native: the download came natively.
         self.assertGreaterEqual(self.status()["kernel"]["native_in"]["bytes"], SIZE_MB * 900_000)
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
+
+    def test_3c_queue_path_after_a_killed_routed_daemon(self):
+        """A routed daemon killed with -9 leaves its guard pinned; a queue-path daemon
+        started after it without --cleanup (by hand: the systemd unit cleans up first)
+        takes the guard off, since the guard's channel program would go on with the dead
+        daemon's tunnel addresses; its own rules keep the native path clean."""
+        pins = h.mount_lab_bpffs()
+        routed = h.write_config(os.path.join(self.work, "routed-then-queue.toml"),
+                                self.channel_if, addressing="stateless", native_path="routed")
+        d = self.start_daemon(routed)
+        self.fetch(self.srv_v4, "routed-before-kill")
+        self.procs.stop(d, sig=9)
+        self.assertTrue(h.guard_pinned(), "the killed routed daemon's guard is not pinned")
+        queue = h.write_config(os.path.join(self.work, "queue-after-routed.toml"),
+                               self.channel_if, addressing="stateless", native_path="queue",
+                               extra=f'guard_pin_dir = "{pins}"\n')
+        cn, native, cp, channel = self.captures("queue-after-routed")
+        d = self.start_daemon(queue)
+        self.assertFalse(h.guard_pinned(), "the queue path left the dead daemon's guard")
+        self.assertEqual(self.status()["native_path"], "queue")
+        self.fetch(self.srv_v4, "queue-after-routed")
+        self.fetch(self.srv_v6, "queue-after-routed-v6")
+        self.stop_captures(cn, cp)
+        npk, cpk = self.read_captures(native, channel)
+        nat_b, ch_b, share = self.native_share(npk, cpk, self.srv_v4, self.srv_v6)
+        print(f"\n[queue after a killed routed daemon] guard taken off; native share {share:.4f}")
+        self.assertGreater(share, 0.95)
+        self.assertEqual(self.procs.stop(d, timeout=15), 0)
+        res = lab_helpers.in_host(self.lab, "client", h.QSD, "--cleanup", "--config", routed,
+                                  check=False)
+        self.assertEqual(res.returncode, 0, res.stderr)
 
     def test_4_fetch_v6(self):
         cn, native, cp, channel = self.captures("v6")
@@ -1579,6 +1627,53 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual([(p.get("src"), p.get("dst")) for p in bad[:5]], [],
                          f"{len(bad)} datagrams left into the channel with a source that is "
                          "not a tunnel address")
+
+    def test_y2_ruleset_flushed_no_native_source_into_the_channel(self):
+        """Another tool flushes the ruleset, five times, while TCP connections and long
+        headers stream into the channel: no packet enters the channel with a source other
+        than a tunnel address until the daemon has put its tables back. On the routed path
+        the ip rules still send TCP to the channel, and nothing rewrote its source there
+        until the guard's channel program dropped such packets (11,212 in one run, every one
+        of which would have entered with the native source); it rewrites UDP's. On the
+        queue path the channel's packets lose their marks with the table and none enter."""
+        def run(*cmd, check=True):
+            return lab_helpers.in_host(self.lab, "client", *cmd, check=check)
+
+        ifc = self.channel_if
+        tunnel = [self.lab["client"]["channel"]["v4"], self.lab["client"]["channel"]["v6"]]
+        self.start_daemon()
+        foreign = os.path.join(self.work, "flush-foreign-source.pcap")
+        cap = h.start_capture(self.procs, self.client_ns, ifc, foreign,
+                              f"(tcp or udp) and (dst host {self.srv_v4} or dst host "
+                              f"{self.srv_v6}) and not src host {tunnel[0]} and not src host "
+                              f"{tunnel[1]}")
+        senders = [self.procs.start(self.client_ns, ["python3", "-c", code, self.srv_v4,
+                                                     self.srv_v6],
+                                    os.path.join(self.work, f"flush-{name}.log"))
+                   for name, code in (("udp", LONG_HEADER_FLOOD), ("tcp", TCP_CONNECTS))]
+        time.sleep(0.5)
+        for flush in range(5):
+            before = self.status()["healing"]["pieces"]["nft_table"]["restores"]
+            run("nft", "flush", "ruleset")
+            deadline = time.time() + 10
+            while self.status()["healing"]["pieces"]["nft_table"]["restores"] <= before:
+                self.assertLess(time.time(), deadline, f"flush {flush}: the table not restored")
+                time.sleep(0.05)
+            time.sleep(0.3)
+        for p in senders:
+            self.assertIsNone(p.poll(), "a sender died")
+            self.procs.stop(p)
+        st = self.status()
+        self.stop_captures(cap)
+        self.assert_complete(foreign)
+        bad = h.inspect(foreign)
+        dropped = st.get("routed", {}).get("channel_udp_source", {}).get("foreign_dropped")
+        print(f"\n[ruleset flushed 5x] {dropped} packets with a foreign source dropped by the "
+              f"guard on the channel device; {len(bad)} entered the channel")
+        self.assertEqual([(p.get("proto"), p.get("src")) for p in bad[:5]], [],
+                         f"{len(bad)} packets entered the channel with a foreign source")
+        if ROUTED:
+            self.assertGreater(dropped, 0, "no flush met the stream: the test proved nothing")
 
     def test_z_channel_device_recreated(self):
         """Another tool deletes and re-creates the WireGuard device under the running daemon,

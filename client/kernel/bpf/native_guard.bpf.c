@@ -403,13 +403,36 @@ static __always_inline int ng_channel_l4(struct __sk_buff *skb, __u32 check_at, 
   return bpf_l4_csum_replace(skb, check_at, 0, diff, BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0);
 }
 
+/* Not UDP: nft's egress chain on this device, which runs before this program, wrote the
+ * tunnel address into it. One that still carries another source met no such chain: the
+ * table is gone (another tool flushed the ruleset) until the daemon puts it back. Its native
+ * source must not enter the channel (a provider that does not check sources would hand it
+ * to the server; measured: every TCP SYN of a stream while the ruleset was flushed): dropped
+ * and counted. A family without a tunnel address is left to the rules (they drop it). */
+static __always_inline int ng_channel_other(struct __sk_buff *skb,
+                                            const struct ng_channel_source *c,
+                                            const struct ng_packet *p) {
+  __u8 differ = 0;
+  if (skb->protocol == bpf_htons(ETH_P_IP)) {
+    if (!c->has_v4) return TC_ACT_UNSPEC;
+    for (int i = 0; i < 4; i++) differ |= p->saddr[12 + i] ^ c->v4[i];
+  } else {
+    if (!c->has_v6) return TC_ACT_UNSPEC;
+    for (int i = 0; i < 16; i++) differ |= p->saddr[i] ^ c->v6[i];
+  }
+  if (differ == 0) return TC_ACT_UNSPEC;
+  ng_count(NG_CHANNEL_FOREIGN, 1, skb->len);
+  return TC_ACT_SHOT;
+}
+
 SEC("tc")
 int ng_channel_egress(struct __sk_buff *skb) {
   __u32 zero = 0;
   struct ng_channel_source *c = bpf_map_lookup_elem(&ng_channel, &zero);
   if (!c) return TC_ACT_UNSPEC;
   struct ng_packet p = {};
-  if (ng_parse(skb, &p) || p.protocol != IPPROTO_UDP) return TC_ACT_UNSPEC;
+  if (ng_parse(skb, &p)) return TC_ACT_UNSPEC;
+  if (p.protocol != IPPROTO_UDP) return ng_channel_other(skb, c, &p);
   __u32 net = c->link_header;
   if (net > 64) return TC_ACT_UNSPEC;
   if (skb->protocol == bpf_htons(ETH_P_IP)) {

@@ -22,7 +22,8 @@ enum ng_counter_slot {
   NG_CHANNEL_UDP = 12,       // channel: UDP datagrams whose source ng_channel_egress set
   NG_CHANNEL_UDP_GSO = 13,   // of those, GSO super-packets (their checksum seed adjusted)
   NG_CHANNEL_UNPARSED = 14,  // channel: UDP behind IPv6 extension headers it does not walk
-  NG_COUNTER_SLOTS = 15,
+  NG_CHANNEL_FOREIGN = 15,   // channel: not UDP, with a source nft did not set (table gone)
+  NG_COUNTER_SLOTS = 16,
 };
 
 // The channel device's source rewrite for UDP (stateless addressing on the routed path):
