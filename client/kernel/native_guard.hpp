@@ -4,7 +4,8 @@
 // short headers that do; ng_ingress counts QUIC answers. Both count a watched flow's packets
 // in ng_watch, where the migration watchdog reads them. ng_channel_egress, on the channel
 // device, sets UDP's source to the tunnel address (stateless addressing on the routed path;
-// native_guard.bpf.c says why nft cannot).
+// native_guard.bpf.c says why nft cannot), and drops other packets whose source nft did not
+// set (its table flushed).
 //
 // Everything is pinned under a directory on a BPF filesystem (mounted at /sys/fs/bpf if
 // nothing is), so the guard outlives the process that attached it: a killed daemon leaves
