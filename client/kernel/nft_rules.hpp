@@ -85,8 +85,9 @@ struct RulesetSpec {
   std::string tunnel_v6;                 // (empty: that family's channel packets dropped)
   // nat, not stateless: every global address of the channel interface, the sources
   // masquerade may give; `post_nat_source` drops TCP and UDP out of the interface with any
-  // other source (empty: all of that family's), counted (channel_foreign_source). Masquerade would otherwise give IPv6 a
-  // native address while the interface has no IPv6 one, and conntrack would keep it.
+  // other source (empty: all of that family's), counted (channel_foreign_source).
+  // Masquerade would otherwise give IPv6 a native address while the interface has no IPv6
+  // one, and conntrack would keep it.
   std::vector<std::string> channel_sources_v4;
   std::vector<std::string> channel_sources_v6;
   // stateless, routed (ignored otherwise): UDP's source is set by the guard's ng_channel_egress (a BPF
