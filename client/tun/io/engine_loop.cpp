@@ -130,7 +130,16 @@ void EngineLoop::watch_network(int fd, std::function<void()> on_readable) {
 }
 
 void EngineLoop::network_changed(ChangedFamilies changed) {
-  engine_->network_changed(monotonic_now(), changed);
+  const common::Timestamp now = monotonic_now();
+  // What the old network delivered and this loop has not read yet reaches the applications
+  // before their relays close: closing a socket drops its queue, and those answers may be
+  // the last the server sent there. An application that gets them answers (an ACK) from
+  // the re-bound relay, which tells the server the new address; without them a client
+  // that had acknowledged everything else stays silent and its transfer stalls.
+  for (std::size_t id = 0; id < relay_fds_.size(); ++id) {
+    if (relay_fds_[id] >= 0) drain_relay(static_cast<RelayId>(id), now);
+  }
+  engine_->network_changed(now, changed);
 }
 
 void EngineLoop::answer_control() {

@@ -90,7 +90,8 @@ class EngineLoop final : public EngineIo {
   // network's changes): `on_readable` runs when it is readable and must drain it.
   void watch_network(int fd, std::function<void()> on_readable);
   // The device's network changed: every relay of a changed family is opened again on it
-  // (EngineCore).
+  // (EngineCore), after what every relay's socket already holds has been written into the
+  // TUN.
   void network_changed(ChangedFamilies changed = {});
   // How the TUN frames packets (default: one bare IP packet per read and write). Before
   // run(); relays opened after it follow the relay_gro setting.

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "client/tun/udp_gso_batch.hpp"
 #include "common/ip_packet.hpp"
@@ -157,6 +159,90 @@ TEST(EngineLoop, ARefusedProtectSendsThroughTheChannel) {
   runner.join();
   EXPECT_EQ(loop.counters().protect_failed, 1u);
   EXPECT_EQ(loop.counters().last_error, "refused");
+}
+
+// A network change closes every relay's socket and opens it again on the new network.
+// Datagrams the server sent before the change and that the loop has not read yet must
+// reach the application first: they may be the last the server sent to the old address,
+// and an application that has acknowledged everything else sends nothing more (no probe
+// timer for ACKs), so without them the server never learns the new address. Here the
+// change arrives on the loop's own thread (the frontend's netlink callback) with three
+// answers queued on the relay's socket.
+TEST(EngineLoop, ANetworkChangeDeliversWhatTheOldRelaySocketHolds) {
+  Server server;
+  EngineConfig config;
+  config.policy.quic_ports = {server.port};
+  auto [tun_app, tun_engine] = seqpacket_pair();
+  auto [helper, channel_engine] = seqpacket_pair();
+  NoProtector protector;
+  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
+  net::UniqueFd change(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  sockaddr_storage relay_address{};
+  socklen_t relay_address_len = 0;
+  const std::vector<ByteVec> last = {short_header(400, 0x51), short_header(401, 0x52),
+                                     short_header(402, 0x53)};
+  loop.watch_network(change.get(), [&] {
+    std::uint64_t value = 0;
+    [[maybe_unused]] const ssize_t r = read(change.get(), &value, sizeof value);
+    // Queued on the relay's socket (loopback: at once), while this thread cannot read it.
+    for (const ByteVec& d : last) {
+      sendto(server.fd.get(), d.data(), d.size(), 0,
+             reinterpret_cast<const sockaddr*>(&relay_address), relay_address_len);
+    }
+    loop.network_changed();
+  });
+  struct Running {  // stopped and joined however the test ends
+    EngineLoop& loop;
+    std::thread thread;
+    void stop() {
+      loop.stop();
+      if (thread.joinable()) thread.join();
+    }
+    ~Running() { stop(); }
+  } running{loop, std::thread([&] { loop.run(); })};
+
+  const ByteVec initial = out(40002, initial_v1(), server.port);
+  send(tun_app.get(), initial.data(), initial.size(), 0);
+  EXPECT_EQ(read_one(helper.get()), initial);
+  const ByteVec answer = in(40002, initial_v1(), server.port);
+  send(helper.get(), answer.data(), answer.size(), 0);
+  EXPECT_EQ(read_one(tun_app.get()), answer);
+  const ByteVec finished = out(40002, handshake_v1(), server.port);
+  send(tun_app.get(), finished.data(), finished.size(), 0);
+  EXPECT_EQ(read_one(helper.get()), finished);
+  const ByteVec first = out(40002, short_header(200, 0x41), server.port);
+  send(tun_app.get(), first.data(), first.size(), 0);
+  pollfd p{server.fd.get(), POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 3000), 1) << "no short header reached the server natively";
+  ByteVec got(2048);
+  relay_address_len = sizeof relay_address;
+  ASSERT_GT(recvfrom(server.fd.get(), got.data(), got.size(), 0,
+                     reinterpret_cast<sockaddr*>(&relay_address), &relay_address_len), 0);
+
+  const std::uint64_t one = 1;
+  ASSERT_EQ(write(change.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  for (const ByteVec& d : last) {
+    const ByteVec delivered = read_one(tun_app.get(), 2000);
+    ASSERT_FALSE(delivered.empty()) << "an answer queued before the change was lost";
+    auto parsed = common::parse_ip_packet(delivered);
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(parsed->dst_port, 40002);
+    EXPECT_EQ(ByteVec(parsed->payload.begin(), parsed->payload.end()), d);
+  }
+  // The application's answer leaves from the relay opened again (a new port: the server
+  // sees the client's address change and migrates).
+  const ByteVec ack = out(40002, short_header(201, 0x42), server.port);
+  send(tun_app.get(), ack.data(), ack.size(), 0);
+  ASSERT_EQ(poll(&p, 1, 3000), 1) << "the answer after the change did not leave natively";
+  sockaddr_storage from{};
+  socklen_t from_len = sizeof from;
+  ASSERT_GT(recvfrom(server.fd.get(), got.data(), got.size(), 0,
+                     reinterpret_cast<sockaddr*>(&from), &from_len), 0);
+  EXPECT_NE(reinterpret_cast<sockaddr_in*>(&from)->sin_port,
+            reinterpret_cast<sockaddr_in*>(&relay_address)->sin_port);
+  running.stop();
+  EXPECT_EQ(loop.engine().counters().network_changes, 1u);
+  EXPECT_EQ(loop.engine().counters().from_native.packets, 3u);
 }
 
 // A TUN with a virtio header before every packet (IFF_VNET_HDR): what the application side
