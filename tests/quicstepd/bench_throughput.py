@@ -2,7 +2,9 @@
 """Bulk download and upload throughput through quicstepd, side by side with the paper's
 kernel-only rules (rules/paper_rules.sh) and the plain native path, in one run (this machine
 is noisy: modes are interleaved round by round, medians reported). Also the daemon's CPU
-seconds per GB. A benchmark, not a timed test: root, lab profile `none` (no emulation) unless
+seconds per GB, and the whole machine's busy CPU seconds per GB (with its busy share): where
+native already keeps both cores busy, native's CPU per GB over a mode's is the rate that mode
+can reach. A benchmark, not a timed test: root, lab profile `none` (no emulation) unless
 --profile names another.
 
     sudo python3 -m tests.quicstepd.bench_throughput [--sizes 100,1000] [--rounds 5] [--json out.json]
@@ -116,6 +118,17 @@ EXTRA_IPT = ("*raw\n:QSB_OUT - [0:0]\n:QSB_IN - [0:0]\n-A QSB_OUT -m mark --mark
              "-j NFQUEUE --queue-num 7 --queue-bypass\n-A QSB_IN -m mark --mark 0x74/0xff -j "
              "NFQUEUE --queue-num 8 --queue-bypass\n-I OUTPUT 1 -j QSB_OUT\n-I PREROUTING 1 "
              "-j QSB_IN\nCOMMIT\n")
+
+
+def machine_cpu():
+    """The machine's busy and elapsed CPU seconds over all cores so far (/proc/stat: user,
+    nice, system, irq, softirq are busy; idle, iowait and a hypervisor's steal are not)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    tick = os.sysconf("SC_CLK_TCK")
+    busy = user + nice + system + irq + softirq
+    return busy / tick, (busy + idle + iowait + steal) / tick
 
 
 def cpu_seconds(pid):
@@ -257,6 +270,11 @@ class Bench:
         client_cpu = {d: {m: [] for m in modes} for d in ("download", "upload")}
         client_sys = {d: {m: [] for m in modes} for d in ("download", "upload")}
         cpu = {m: {"seconds": 0.0, "bytes": 0} for m in modes}
+        # The whole machine's busy CPU seconds per GB and its busy share during the largest
+        # transfers: on this 2-core machine the client, the server and the mode's processes
+        # share the cores, so where native already keeps them busy, what a mode adds per GB
+        # bounds its rate (native's CPU per GB / the mode's).
+        machine = self.machine = {d: {m: [] for m in modes} for d in ("download", "upload")}
         # batching[direction][mode]: the TUN engine's counters over the largest transfers.
         batching = self.batching = {}
         for r in range(self.args.rounds):
@@ -268,12 +286,16 @@ class Bench:
                         for z in sizes:
                             c0 = self.daemon_cpu()
                             e0 = self.engine_counters(m)
+                            b0, w0 = machine_cpu()
                             try:
                                 took, cpu_s, sys_s = self.transfer(d, z)
                             except RuntimeError as e:
                                 raise RuntimeError(f"mode {m}, round {r}: {e}") from None
                             seconds[d][z][m].append(took)
                             if z == sizes[-1]:
+                                b1, w1 = machine_cpu()
+                                machine[d][m].append(((b1 - b0) / (z / 1000),
+                                                      (b1 - b0) / max(1e-9, w1 - w0)))
                                 client_cpu[d][m].append(cpu_s / (z / 1000))
                                 client_sys[d][m].append(sys_s / (z / 1000))
                             if e0 and z == sizes[-1]:
@@ -369,6 +391,16 @@ def main():
         summary.setdefault("median_client_sys_s_per_gb", {})[d] = smed
         print(f"{d:8s} client CPU s/GB ({args.sizes[-1]} MB) " + "  ".join(
             f"{m} {cmed[m]:.2f} (sys {smed[m]:.2f})" for m in cmed))
+
+    summary["machine_cpu"] = b.machine
+    for d, per_mode in b.machine.items():
+        med = {m: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
+               for m, v in per_mode.items() if v}
+        summary.setdefault("median_machine_cpu_s_per_gb", {})[d] = {m: c[0] for m, c in med.items()}
+        print(f"{d:8s} machine CPU s/GB ({args.sizes[-1]} MB) " + "  ".join(
+            f"{m} {c[0]:.2f} (busy {100 * c[1]:.0f}%" +
+            (f", native/this {med['native'][0] / c[0]:.2f}" if "native" in med and m != "native"
+             else "") + ")" for m, c in med.items()))
 
     def table(title, per_mode, unit, fmt="6.0f"):
         med = {m: statistics.median(v) for m, v in per_mode.items()}
