@@ -73,63 +73,95 @@ ByteVec in(std::uint16_t dport, const ByteVec& quic, std::uint16_t sport) {
   return udp4(sport, dport, quic, kServer, kApp);
 }
 
-TEST(EngineLoop, CarriesHandshakesThroughTheChannelAndShortHeadersNatively) {
+// What the server received natively, and from where (the relay's socket).
+struct Received {
+  ByteVec datagram;
+  sockaddr_storage from{};
+  socklen_t from_len = 0;
+};
+
+// A flow from the application's port `sport`: its Initial leaves through the channel
+// unchanged, the server's Initial comes back through the channel into the TUN unchanged,
+// its Finished leaves through the channel; then `quic`, a short header, leaves natively
+// from a relay socket of its own after the switch, and nothing of it through the channel.
+Received handshake_then_short_header(int app, int helper, const Server& server,
+                                     std::uint16_t sport, const ByteVec& quic) {
+  const ByteVec initial = out(sport, initial_v1(), server.port);
+  send(app, initial.data(), initial.size(), 0);
+  EXPECT_EQ(read_one(helper), initial);
+  const ByteVec answer = in(sport, initial_v1(), server.port);
+  send(helper, answer.data(), answer.size(), 0);
+  EXPECT_EQ(read_one(app), answer);
+  const ByteVec finished = out(sport, handshake_v1(), server.port);
+  send(app, finished.data(), finished.size(), 0);
+  EXPECT_EQ(read_one(helper), finished);
+  const ByteVec short_packet = out(sport, quic, server.port);
+  send(app, short_packet.data(), short_packet.size(), 0);
+  Received r;
+  pollfd p{server.fd.get(), POLLIN, 0};
+  if (poll(&p, 1, 3000) != 1) {
+    ADD_FAILURE() << "no short header reached the server natively";
+    return r;
+  }
+  r.datagram.resize(2048);
+  r.from_len = sizeof r.from;
+  const ssize_t n = recvfrom(server.fd.get(), r.datagram.data(), r.datagram.size(), 0,
+                             reinterpret_cast<sockaddr*>(&r.from), &r.from_len);
+  r.datagram.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  EXPECT_EQ(r.datagram, quic);
+  EXPECT_TRUE(read_one(helper, 100).empty()) << "the short header also went to the channel";
+  return r;
+}
+
+// A loop whose QUIC port is the server's, with the application's end of the TUN and the
+// helper's end of the channel held by the test.
+struct PlainRig {
   Server server;
-  EngineConfig config;
-  config.policy.quic_ports = {server.port};
-  auto [tun_app, tun_engine] = seqpacket_pair();
-  auto [helper, channel_engine] = seqpacket_pair();
+  net::UniqueFd tun_app, helper;
   NoProtector protector;
-  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
+  std::unique_ptr<EngineLoop> loop;
+  PlainRig() {
+    EngineConfig config;
+    config.policy.quic_ports = {server.port};
+    auto [app, tun_engine] = seqpacket_pair();
+    auto [help, channel_engine] = seqpacket_pair();
+    tun_app = std::move(app);
+    helper = std::move(help);
+    loop = std::make_unique<EngineLoop>(config, std::move(tun_engine), std::move(channel_engine),
+                                        protector, 1);
+  }
+};
+
+TEST(EngineLoop, CarriesHandshakesThroughTheChannelAndShortHeadersNatively) {
+  PlainRig rig;
+  EngineLoop& loop = *rig.loop;
   std::string ended;
   std::thread runner([&] { ended = loop.run(); });
 
-  // DNS and the Initial go to the helper as they are.
+  // DNS goes to the helper as it is; the flow's handshake too, its short header natively.
   const ByteVec dns = udp4(5353, 53, ByteVec(30, 1), kApp, "198.18.0.53");
-  ASSERT_EQ(send(tun_app.get(), dns.data(), dns.size(), 0), static_cast<ssize_t>(dns.size()));
-  EXPECT_EQ(read_one(helper.get()), dns);
-  const ByteVec initial = out(40000, initial_v1(), server.port);
-  send(tun_app.get(), initial.data(), initial.size(), 0);
-  EXPECT_EQ(read_one(helper.get()), initial);
-  // The server's Initial comes back through the channel into the TUN, unchanged.
-  const ByteVec answer = in(40000, initial_v1(), server.port);
-  send(helper.get(), answer.data(), answer.size(), 0);
-  EXPECT_EQ(read_one(tun_app.get()), answer);
-  const ByteVec finished = out(40000, handshake_v1(), server.port);
-  send(tun_app.get(), finished.data(), finished.size(), 0);
-  EXPECT_EQ(read_one(helper.get()), finished);
-
-  // A short header leaves natively, from a relay socket of its own, after the switch.
-  const ByteVec q = short_header(200, 0x41);
-  const ByteVec short_packet = out(40000, q, server.port);
-  send(tun_app.get(), short_packet.data(), short_packet.size(), 0);
-  pollfd p{server.fd.get(), POLLIN, 0};
-  ASSERT_EQ(poll(&p, 1, 3000), 1) << "no short header reached the server natively";
-  ByteVec got(2048);
-  sockaddr_storage from{};
-  socklen_t from_len = sizeof from;
-  const ssize_t n = recvfrom(server.fd.get(), got.data(), got.size(), 0,
-                             reinterpret_cast<sockaddr*>(&from), &from_len);
-  got.resize(static_cast<std::size_t>(n));
-  EXPECT_EQ(got, q);
-  EXPECT_TRUE(read_one(helper.get(), 100).empty()) << "the short header also went to the channel";
+  ASSERT_EQ(send(rig.tun_app.get(), dns.data(), dns.size(), 0), static_cast<ssize_t>(dns.size()));
+  EXPECT_EQ(read_one(rig.helper.get()), dns);
+  const Received first = handshake_then_short_header(rig.tun_app.get(), rig.helper.get(),
+                                                     rig.server, 40000, short_header(200, 0x41));
+  ASSERT_GT(first.from_len, 0u);
 
   // The server answers the relay's address: the application gets it from the server's
   // address and port, on its own.
   const ByteVec reply = short_header(300, 0x47);
-  sendto(server.fd.get(), reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&from),
-         from_len);
-  const ByteVec delivered = read_one(tun_app.get());
+  sendto(rig.server.fd.get(), reply.data(), reply.size(), 0,
+         reinterpret_cast<const sockaddr*>(&first.from), first.from_len);
+  const ByteVec delivered = read_one(rig.tun_app.get());
   auto parsed = common::parse_ip_packet(delivered);
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->src.to_string(), kServer);
   EXPECT_EQ(parsed->dst.to_string(), kApp);
-  EXPECT_EQ(parsed->src_port, server.port);
+  EXPECT_EQ(parsed->src_port, rig.server.port);
   EXPECT_EQ(parsed->dst_port, 40000);
   EXPECT_EQ(ByteVec(parsed->payload.begin(), parsed->payload.end()), reply);
 
   // The helper dying ends the loop, and says so.
-  helper.reset();
+  rig.helper.reset();
   runner.join();
   EXPECT_EQ(ended, "the WireGuard helper closed its end");
   EXPECT_EQ(loop.engine().classifier().counters().confirmed, 1u);
@@ -169,13 +201,8 @@ TEST(EngineLoop, ARefusedProtectSendsThroughTheChannel) {
 // change arrives on the loop's own thread (the frontend's netlink callback) with three
 // answers queued on the relay's socket.
 TEST(EngineLoop, ANetworkChangeDeliversWhatTheOldRelaySocketHolds) {
-  Server server;
-  EngineConfig config;
-  config.policy.quic_ports = {server.port};
-  auto [tun_app, tun_engine] = seqpacket_pair();
-  auto [helper, channel_engine] = seqpacket_pair();
-  NoProtector protector;
-  EngineLoop loop(config, std::move(tun_engine), std::move(channel_engine), protector, 1);
+  PlainRig rig;
+  EngineLoop& loop = *rig.loop;
   net::UniqueFd change(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   sockaddr_storage relay_address{};
   socklen_t relay_address_len = 0;
@@ -186,7 +213,7 @@ TEST(EngineLoop, ANetworkChangeDeliversWhatTheOldRelaySocketHolds) {
     [[maybe_unused]] const ssize_t r = read(change.get(), &value, sizeof value);
     // Queued on the relay's socket (loopback: at once), while this thread cannot read it.
     for (const ByteVec& d : last) {
-      sendto(server.fd.get(), d.data(), d.size(), 0,
+      sendto(rig.server.fd.get(), d.data(), d.size(), 0,
              reinterpret_cast<const sockaddr*>(&relay_address), relay_address_len);
     }
     loop.network_changed();
@@ -201,28 +228,16 @@ TEST(EngineLoop, ANetworkChangeDeliversWhatTheOldRelaySocketHolds) {
     ~Running() { stop(); }
   } running{loop, std::thread([&] { loop.run(); })};
 
-  const ByteVec initial = out(40002, initial_v1(), server.port);
-  send(tun_app.get(), initial.data(), initial.size(), 0);
-  EXPECT_EQ(read_one(helper.get()), initial);
-  const ByteVec answer = in(40002, initial_v1(), server.port);
-  send(helper.get(), answer.data(), answer.size(), 0);
-  EXPECT_EQ(read_one(tun_app.get()), answer);
-  const ByteVec finished = out(40002, handshake_v1(), server.port);
-  send(tun_app.get(), finished.data(), finished.size(), 0);
-  EXPECT_EQ(read_one(helper.get()), finished);
-  const ByteVec first = out(40002, short_header(200, 0x41), server.port);
-  send(tun_app.get(), first.data(), first.size(), 0);
-  pollfd p{server.fd.get(), POLLIN, 0};
-  ASSERT_EQ(poll(&p, 1, 3000), 1) << "no short header reached the server natively";
-  ByteVec got(2048);
-  relay_address_len = sizeof relay_address;
-  ASSERT_GT(recvfrom(server.fd.get(), got.data(), got.size(), 0,
-                     reinterpret_cast<sockaddr*>(&relay_address), &relay_address_len), 0);
+  const Received first = handshake_then_short_header(rig.tun_app.get(), rig.helper.get(),
+                                                     rig.server, 40002, short_header(200, 0x41));
+  ASSERT_GT(first.from_len, 0u);
+  relay_address = first.from;
+  relay_address_len = first.from_len;
 
   const std::uint64_t one = 1;
   ASSERT_EQ(write(change.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
   for (const ByteVec& d : last) {
-    const ByteVec delivered = read_one(tun_app.get(), 2000);
+    const ByteVec delivered = read_one(rig.tun_app.get(), 2000);
     ASSERT_FALSE(delivered.empty()) << "an answer queued before the change was lost";
     auto parsed = common::parse_ip_packet(delivered);
     ASSERT_TRUE(parsed.ok());
@@ -231,10 +246,12 @@ TEST(EngineLoop, ANetworkChangeDeliversWhatTheOldRelaySocketHolds) {
   }
   // The application's answer leaves natively from the relay opened again on the new
   // network (in the lab the server sees the client's new address there and migrates).
-  const ByteVec ack = out(40002, short_header(201, 0x42), server.port);
-  send(tun_app.get(), ack.data(), ack.size(), 0);
+  const ByteVec ack = out(40002, short_header(201, 0x42), rig.server.port);
+  send(rig.tun_app.get(), ack.data(), ack.size(), 0);
+  pollfd p{rig.server.fd.get(), POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 3000), 1) << "the answer after the change did not leave natively";
-  const ssize_t n = recv(server.fd.get(), got.data(), got.size(), 0);
+  ByteVec got(2048);
+  const ssize_t n = recv(rig.server.fd.get(), got.data(), got.size(), 0);
   ASSERT_GT(n, 0);
   got.resize(static_cast<std::size_t>(n));
   EXPECT_EQ(got, short_header(201, 0x42));
