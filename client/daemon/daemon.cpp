@@ -252,6 +252,7 @@ common::Outcome Daemon::Impl::start_native_path() {
     routed_unavailable = why;
     config.daemon.native_path_routed = false;
     spec.routed = routing_spec.routed = false;
+    routing_spec.quic_channel_mark = 0;
     spec.udp_source_by_guard = false;  // the guard went with the routed path
   }
   path = std::make_unique<QueuePath>(context());

@@ -160,6 +160,7 @@ void QueuePath::table_missing_fail_closed() {
   if (locked_down_) return;
   kernel::RoutingSpec lock = ctx_.routing_spec;
   lock.routed = true;
+  lock.quic_channel_mark = 0;  // QUIC by port: no nft table marks it
   lock.source_v4.clear();  // no route in the routed table: its lookups fall to `unreachable`
   lock.source_v6.clear();
   lock.exempt_v4 = ctx_.spec.exempt_v4;  // the channel's own packets still leave

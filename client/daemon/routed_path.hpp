@@ -121,8 +121,11 @@ class RoutedPath final : public NativePath {
   common::Outcome restore_channel_routes() override;
   // The guard: attached on every device it was attached to (still there), or attached again.
   std::vector<OwnedPiece> owned_pieces() override;
-  // The rules send DNS, TCP and QUIC to the channel or `unreachable` with or without the
-  // table (channel packets then keep the native source and the provider drops them).
+  // Without the table, DNS and TCP still meet the rules (channel or `unreachable`; channel
+  // packets keep the native source and the provider drops them), and a device channel's QUIC
+  // is routed natively, unmarked, where the guard drops every long header (invariant 1): no
+  // handshake completes, and a flow kept on the channel sends its short headers natively
+  // (no name in them), until the table is back.
   void table_missing_fail_closed() override {}
   void table_back() override {}
   // Its ports, DNS/TCP policy, native prefixes and table are in the routing rules.

@@ -67,6 +67,10 @@ common::Outcome derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* 
   routing->native_v4 = d.native_prefixes_v4;
   routing->native_v6 = d.native_prefixes_v6;
   routing->channel_interface = d.channel_interface;
+  // A device channel: QUIC routed natively, the flows not moved marked for the channel.
+  if (d.native_path_routed && d.channel_kind != core::ChannelKind::tproxy) {
+    routing->quic_channel_mark = r->mark_channel;
+  }
   if (d.channel_kind == core::ChannelKind::tproxy) {
     // The proxy client sends: no addressing of the daemon's; channel packets go to lo.
     r->tproxy_port = d.tproxy_port;

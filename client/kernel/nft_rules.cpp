@@ -456,7 +456,10 @@ void forwarded_zone_chains(std::ostringstream& o, const RulesetSpec& s) {
   if (tproxy) {
     o << "    fib saddr type != local fib daddr type != local ct zone set " << s.ct_zone << "\n";
   } else {
-    o << native << "    oifname \"" << s.channel_interface << "\"" << zone << "\n";
+    // DNS and TCP by their route; QUIC by routed_out's mark (which re-routes the packet after
+    // the hook: its oif here is still the native device's).
+    o << native << "    oifname \"" << s.channel_interface << "\"" << zone << " return\n"
+      << "    meta mark & " << hex(s.mark_mask) << " == " << hex(s.mark_channel) << zone << "\n";
   }
   o << "  }\n  chain zone_forward {\n    type filter hook prerouting priority raw; policy accept;\n";
   if (tproxy) {
@@ -476,40 +479,71 @@ void forwarded_zone_chains(std::ostringstream& o, const RulesetSpec& s) {
   o << "    udp dport " << port_set(s.quic_ports) << zone << "\n  }\n";
 }
 
-// The routed native path's flows: the packets of a flow in routed4/6 get mark_native, which
-// one ip rule per family sends to the main table (routing.hpp). On output a `type route`
-// chain (the kernel routes the packet again when it changes the mark); forwarded packets are
-// marked at prerouting, before their routing decision. The sets have no timeout: the daemon
-// deletes each element it added (RoutedPath).
+// The routed native path's flows. A device channel: QUIC is routed natively by the routing
+// rules, and the route chain on output (the kernel routes the packet again when it changes
+// the mark) gives mark_channel to every QUIC packet whose flow is *not* in routed4/6, which
+// one fwmark rule per family sends to the channel table (routing.hpp, quic_channel_mark):
+// the bulk of a moved flow is routed once, natively, and keeps the native device's checksum
+// offload (it was routed to the channel and re-routed by mark_native until 2026-12-06: 18%
+// more CPU per GB of upload, 0.80-0.85x native; client/results/2026-12-06-*). The chain runs
+// before raw, so that zone_out sees its mark. Forwarded packets are marked at prerouting,
+// before their routing decision.
+// A tproxy channel keeps the other way round: its routing rules send QUIC to lo by port, and
+// the packets of a flow in routed4/6 get mark_native, which one rule sends to main.
+// The sets have no timeout: the daemon deletes each element it added (RoutedPath).
+void quic_route_chain(std::ostringstream& o, const RulesetSpec& s) {
+  o << "  chain quic_route {\n"
+       "    ip daddr . udp sport . udp dport @routed4 return\n"
+       "    ip6 daddr . udp sport . udp dport @routed6 return\n"
+       // Sent native on purpose (the lift datagrams' socket carries mark_native).
+       "    meta mark & " << hex(s.mark_mask) << " == " << hex(s.mark_native) << " return\n";
+  // As the routing rules before the channel's: the channel's endpoints and native prefixes
+  // (DNS is not on a QUIC port) keep the main table.
+  for (const auto& [ip, list] : {std::pair{"ip", &s.exempt_v4}, {"ip6", &s.exempt_v6},
+                                 {"ip", &s.native_v4}, {"ip6", &s.native_v6}}) {
+    if (!list->empty()) o << "    " << ip << " daddr " << addr_set(*list) << " return\n";
+  }
+  o << "    " << set_mark(s, s.mark_channel) << "\n  }\n";
+}
+
 void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
   o << "table inet " << s.table << " {\n";
   for (const auto& [fam, addr] : {std::pair{"4", "ipv4_addr"}, std::pair{"6", "ipv6_addr"}}) {
     o << "  set routed" << fam << " {\n    type " << addr
       << " . inet_service . inet_service\n    size " << s.set_size << "\n  }\n";
   }
-  const std::string mark = set_mark(s, s.mark_native);
   const bool tproxy = s.tproxy_port != 0;
-  // tproxy: a marked packet leaves the chain (it is re-routed natively; its route before
-  // the re-route is still lo's, which the rule below would take for a channel packet).
-  const std::string leave = tproxy ? " return" : "";
+  if (!tproxy) {
+    const std::string quic = "    udp dport " + port_set(s.quic_ports);
+    o << "  chain routed_out {\n    type route hook output priority " << kRoutedOutPriority
+      << "; policy accept;\n" << quic << " goto quic_route\n  }\n  chain routed_forward {\n"
+      << "    type filter hook prerouting priority mangle; policy accept;\n"
+      // Not what comes from the channel (never sent back into it).
+      << quic << " iifname != \"" << s.channel_interface << "\" goto quic_route\n  }\n";
+    quic_route_chain(o, s);
+    if (s.forwarded_zone) forwarded_zone_chains(o, s);
+    o << "}\n";
+    return;
+  }
+  const std::string mark = set_mark(s, s.mark_native);
+  // A marked packet leaves the chain (it is re-routed natively; its route before the
+  // re-route is still lo's, which the rule below would take for a channel packet).
   auto rules = [&] {
-    o << "    ip daddr . udp sport . udp dport @routed4 " << mark << leave << "\n"
-      << "    ip6 daddr . udp sport . udp dport @routed6 " << mark << leave << "\n";
+    o << "    ip daddr . udp sport . udp dport @routed4 " << mark << " return\n"
+      << "    ip6 daddr . udp sport . udp dport @routed6 " << mark << " return\n";
   };
-  if (tproxy) {
-    for (const char* c : {"channel_out", "channel_in", "channel_refused"}) {
-      o << "  counter " << c << " {\n  }\n";
-    }
+  for (const char* c : {"channel_out", "channel_in", "channel_refused"}) {
+    o << "  counter " << c << " {\n  }\n";
   }
   o << "  chain routed_out {\n    type route hook output priority mangle; policy accept;\n";
   rules();
   // A forwarding host: the proxy's answers to a LAN host (from the server's address to the
   // LAN's) leave for the LAN by the main table (TCP's would meet the routing rules' TCP rule
   // and loop back to the proxy), counted.
-  const bool lan_proxy = tproxy && s.forwarded_zone;
+  const bool lan_proxy = s.forwarded_zone;
   if (lan_proxy) o << "    fib saddr type != local fib daddr type != local goto from_proxy_lan\n";
   // (The route is known on output: the routing rules chose it before this hook.)
-  if (tproxy) o << "    meta oif lo fib daddr type != local goto to_proxy_out\n";
+  o << "    meta oif lo fib daddr type != local goto to_proxy_out\n";
   o << "  }\n  chain routed_forward {\n"
        "    type filter hook prerouting priority mangle; policy accept;\n";
   rules();
@@ -518,12 +552,10 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
     o << "    meta mark & " << hex(s.mark_mask) << " == " << hex(s.mark_channel)
       << " goto to_proxy_lan\n";
   }
-  if (tproxy) {
-    o << "    meta iif lo fib daddr type != local goto to_proxy\n"
-         "    meta iif lo fib saddr type != local goto from_proxy\n";
-  }
-  o << "  }\n";
-  if (tproxy) tproxy_chains(o, s);
+  o << "    meta iif lo fib daddr type != local goto to_proxy\n"
+       "    meta iif lo fib saddr type != local goto from_proxy\n"
+       "  }\n";
+  tproxy_chains(o, s);
   if (lan_proxy) {
     // Copies with a prefix: a LAN host's packets are seen at prerouting and the proxy's
     // answers on output, the reverse of the host's own (RoutedPath::observe).

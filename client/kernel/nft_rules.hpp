@@ -153,6 +153,10 @@ std::string delete_table_text(std::string_view table);
 inline constexpr const char* kLogPrefixOut = "qs-out";
 inline constexpr const char* kLogPrefixIn = "qs-in";
 
+// A device channel's `routed_out` (type route, output): before raw (-300), where zone_out
+// reads its mark before conntrack.
+inline constexpr int kRoutedOutPriority = -301;
+
 // The chains whose packets go to the inbound queue (queue_inbound): each ends with an xt
 // NFQUEUE rule that the daemon appends over netlink after `nft -f` (nft_queue_rules.hpp).
 std::vector<std::string> inbound_queue_chains(const RulesetSpec& spec);
@@ -181,9 +185,11 @@ std::string iptables_remove_legacy_text();
 // watchports { 40000 }`.
 // The routed native path's flows ("routed4", "routed6": server address . client port .
 // server port, the selector its per-flow ip rules had; no timeout, the daemon deletes what it
-// added) live in `table inet T`, whose chains mark their packets mark_native (a route chain
-// on output, a filter chain at prerouting for forwarded ones): `add element inet quicstep
-// routed4 { 198.18.10.10 . 40000 . 443 }`.
+// added) live in `table inet T`, whose chains (a route chain on output, a filter chain at
+// prerouting for forwarded ones) give a device channel's QUIC packets *outside* the sets
+// mark_channel (the routing rules route QUIC natively and that mark to the channel), and a
+// tproxy channel's packets *in* them mark_native (its rules send QUIC to lo by port):
+// `add element inet quicstep routed4 { 198.18.10.10 . 40000 . 443 }`.
 enum class FlowSet : std::uint8_t { native, channel, watch, watch_port, routed };
 std::string_view to_string(FlowSet s);
 std::string add_element_text(std::string_view table, FlowSet set, const common::FlowKey& flow,

@@ -107,6 +107,13 @@ std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec&
       rule({"ipproto", "tcp"}, true, prio + 1);
     }
     prio += 2;
+    if (s.quic_channel_mark != 0) {
+      // QUIC's own route is main's; the route chain marks the packets of the flows not moved.
+      const std::string m = mark_text(s.quic_channel_mark, s.mark_mask);
+      rule({"fwmark", m}, false, prio);
+      rule({"fwmark", m}, true, prio + 1);
+      continue;
+    }
     for (auto port : s.quic_ports) {
       rule({"ipproto", "udp", "dport", std::to_string(port)}, false, prio);
       rule({"ipproto", "udp", "dport", std::to_string(port)}, true, prio + 1);

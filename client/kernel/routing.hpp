@@ -3,17 +3,21 @@
 // missing WireGuard interface or route never lets a channel packet fall through to the main
 // table (invariant 1). IPv4 and IPv6. Installed before the nft table, removed after it.
 //
-// The routed native path (RoutingSpec::routed, native_path = "routed") needs no marks: rules
-// select by protocol and port — DNS, TCP and UDP to the QUIC ports go to its own channel
-// table (`routed_table`, whose default route through the channel names the native source
-// address, so that a socket that connects through it keeps that address when its flow moves
-// native), each followed by `unreachable`; the channel's endpoints and native_prefixes go
-// to main before them (DNS to a native prefix still takes the channel). Ahead of all of
-// them, at `flow_priority`, one rule per family sends packets marked `native_mark` to main:
-// the flows moved native are elements of the routed nft table's sets, whose chains mark
-// their packets (nft_rules.hpp, "routed flows"). One rule, whatever the number of flows
-// (a rule per flow cost every route lookup ~17 ns per rule: 53x at 10,000 flows,
-// tests/results/2026-12-04-rule-scale.md).
+// The routed native path (RoutingSpec::routed, native_path = "routed"): rules select DNS and
+// TCP by protocol and port for its own channel table (`routed_table`, whose default route
+// through the channel names the native source address, so that a socket that connects
+// through it keeps that address when its flow moves native), each followed by
+// `unreachable`; the channel's endpoints and native_prefixes go to main before them (DNS to
+// a native prefix still takes the channel). QUIC, with a device channel
+// (`quic_channel_mark`): its route is main's, and the packets of every flow *not* moved
+// native carry that mark (the routed nft table's route chain, nft_rules.hpp), which one
+// rule sends to the channel table, followed by `unreachable`: a moved flow's bulk is routed
+// once, natively. Without it (a tproxy channel; the queue path's fail-closed lock) the QUIC
+// ports are selected by port like DNS. Ahead of all of them, at `flow_priority`, one rule
+// per family sends packets marked `native_mark` to main: a tproxy channel's moved flows
+// (their packets marked by the nft table's chains) and the lift datagrams' socket. One rule,
+// whatever the number of flows (a rule per flow cost every route lookup ~17 ns per rule:
+// 53x at 10,000 flows, tests/results/2026-12-04-rule-scale.md).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +39,9 @@ struct RoutingSpec {
   std::uint32_t native_mark = 0x52;  // (value/mark_mask) a flow moved native: main
   std::uint32_t routed_table = 51821;
   std::vector<std::uint16_t> quic_ports = {443};
+  // (value/mark_mask) A device channel's QUIC packets for the channel, marked by the nft
+  // route chain; 0: QUIC is selected by port (a tproxy channel, the queue path's lock).
+  std::uint32_t quic_channel_mark = 0;
   bool dns_to_channel = true;
   bool tcp_to_channel = true;
   std::vector<std::string> exempt_v4, exempt_v6;  // the channel's endpoints: main

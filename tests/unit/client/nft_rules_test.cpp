@@ -480,9 +480,9 @@ namespace {
 
 using quicstep::test_support::failure_text;
 
-// The routed native path: the channel device's table alone (nothing on the output hook, so
-// native packets meet no netfilter chain), copies of the channel's QUIC to the log group.
-TEST(NftRulesRouted, TheDeviceTableCopiesQuicAndTheFlowSetsMarkNative) {
+// The routed native path: the channel device's table, copies of the channel's QUIC to the
+// log group; the flows' table marks QUIC outside the moved flows' sets for the channel.
+TEST(NftRulesRouted, TheDeviceTableCopiesQuicAndTheFlowsNotMovedAreMarkedForTheChannel) {
   RulesetSpec s;
   s.channel_interface = "qsw-client";
   s.stateless = true;
@@ -499,14 +499,32 @@ TEST(NftRulesRouted, TheDeviceTableCopiesQuicAndTheFlowSetsMarkNative) {
   EXPECT_TRUE(has(t, "set routed6 {\n    type ipv6_addr . inet_service . inet_service\n"));
   EXPECT_FALSE(has(t, "set native4"));
   EXPECT_FALSE(has(t, "queue"));
-  const std::string mark = "meta mark set meta mark & 0xffffff00 | 0x52";
-  for (const char* name : {"routed_out", "routed_forward"}) {
-    const std::string c = chain(t, name);
-    EXPECT_TRUE(has(c, "ip daddr . udp sport . udp dport @routed4 " + mark)) << c;
-    EXPECT_TRUE(has(c, "ip6 daddr . udp sport . udp dport @routed6 " + mark)) << c;
-  }
-  EXPECT_TRUE(has(chain(t, "routed_out"), "type route hook output priority mangle;"));
+  // Only QUIC meets the flows' chain; what comes from the channel is not sent back into it.
+  EXPECT_TRUE(has(chain(t, "routed_out"), "type route hook output priority -301;"));
+  EXPECT_TRUE(has(chain(t, "routed_out"), "\n    udp dport { 443, 8443 } goto quic_route"));
   EXPECT_TRUE(has(chain(t, "routed_forward"), "type filter hook prerouting priority mangle;"));
+  EXPECT_TRUE(has(chain(t, "routed_forward"),
+                  "udp dport { 443, 8443 } iifname != \"qsw-client\" goto quic_route"));
+  // A moved flow, a lift datagram (marked native), the channel's endpoint and a native
+  // prefix leave unmarked; the rest is marked for the channel, last.
+  s.exempt_v4 = {"203.0.113.7"};
+  s.native_v6 = {"fd00::/8"};
+  const std::string q = chain(ruleset_text(s), "quic_route");
+  const std::vector<std::string> order = {
+      "ip daddr . udp sport . udp dport @routed4 return",
+      "ip6 daddr . udp sport . udp dport @routed6 return",
+      "meta mark & 0xff == 0x52 return",
+      "ip daddr { 203.0.113.7 } return",
+      "ip6 daddr { fd00::/8 } return",
+      "meta mark set meta mark & 0xffffff00 | 0x51"};
+  std::size_t at = 0;
+  for (const auto& rule : order) {
+    const auto found = q.find(rule, at);
+    ASSERT_NE(found, std::string::npos) << rule << " after " << at << " in\n" << q;
+    at = found;
+  }
+  EXPECT_TRUE(q.ends_with("| 0x51")) << q;
+  EXPECT_FALSE(has(ruleset_text(s), "| 0x52")) << "nothing marked native";
   const std::string out = chain(t, "channel_egress");
   // Copied before the source rewrite: the daemon sees the flow's local address.
   const auto log = out.find("meta l4proto udp th dport { 443, 8443 } log group 7\n");
@@ -555,6 +573,20 @@ TEST(NftRulesRouted, RoutingSendsDnsTcpAndQuicToTheChannelTableAndFailsClosed) {
       "ip -4 rule add ipproto udp dport 443 unreachable priority 10130",
   };
   EXPECT_EQ(v4, want);
+  // A device channel: QUIC's own route is main's; what the route chain marks goes to the
+  // channel (the same priorities).
+  RoutingSpec marked = r;
+  marked.quic_channel_mark = 0x51;
+  std::vector<std::string> v4_marked;
+  for (const auto& c : routed_routing_commands(marked)) {
+    std::string line;
+    for (const auto& w : c) line += (line.empty() ? "" : " ") + w;
+    if (c[1] == "-4") v4_marked.push_back(line);
+  }
+  std::vector<std::string> want_marked(want.begin(), want.end() - 2);
+  want_marked.push_back("ip -4 rule add fwmark 0x51/0xff lookup 51821 priority 10129");
+  want_marked.push_back("ip -4 rule add fwmark 0x51/0xff unreachable priority 10130");
+  EXPECT_EQ(v4_marked, want_marked);
   // IPv6 without a native source: no channel route, so its channel packets meet unreachable.
   for (const auto& c : cmds) {
     if (c[1] == "-6") {
@@ -621,6 +653,9 @@ TEST(NftRulesRouted, AForwardingHostKeepsTheChannelInAZoneOfItsOwn) {
   const std::string out = chain(t, "zone_out");
   EXPECT_TRUE(has(out, "type filter hook output priority raw;")) << out;
   EXPECT_LT(out.find("@routed4 return"), out.find("oifname \"qsw-client\" ct zone set 7")) << out;
+  // QUIC by routed_out's mark, set before this chain (its re-route comes after the hook).
+  EXPECT_TRUE(has(out, "meta mark & 0xff == 0x51 ct zone set 7")) << out;
+  EXPECT_LT(kRoutedOutPriority, -300);
   const std::string fwd = chain(t, "zone_forward");
   EXPECT_TRUE(has(fwd, "type filter hook prerouting priority raw;")) << fwd;
   const std::vector<std::string> order = {
