@@ -479,17 +479,17 @@ void forwarded_zone_chains(std::ostringstream& o, const RulesetSpec& s) {
   o << "    udp dport " << port_set(s.quic_ports) << zone << "\n  }\n";
 }
 
-// The routed native path's flows. A device channel: QUIC is routed natively by the routing
-// rules, and the route chain on output (the kernel routes the packet again when it changes
-// the mark) gives mark_channel to every QUIC packet whose flow is *not* in routed4/6, which
-// one fwmark rule per family sends to the channel table (routing.hpp, quic_channel_mark):
-// the bulk of a moved flow is routed once, natively, and keeps the native device's checksum
-// offload (it was routed to the channel and re-routed by mark_native until 2026-12-06: 18%
-// more CPU per GB of upload, 0.80-0.85x native; client/results/2026-12-06-*). The chain runs
-// before raw, so that zone_out sees its mark. Forwarded packets are marked at prerouting,
-// before their routing decision.
-// A tproxy channel keeps the other way round: its routing rules send QUIC to lo by port, and
-// the packets of a flow in routed4/6 get mark_native, which one rule sends to main.
+// The routed native path's flows. A device channel: the host's own QUIC is routed natively
+// by the routing rules, and the route chain on output (the kernel routes the packet again
+// when it changes the mark) gives mark_channel to every QUIC packet whose flow is *not* in
+// routed4/6, which one fwmark rule per family sends to the channel table (routing.hpp,
+// quic_channel_mark): the bulk of a moved flow is routed once, natively, and keeps the
+// native device's checksum offload (it was routed to the channel and re-routed by
+// mark_native until 2026-12-06: 18% more CPU per GB of upload, 0.80-0.85x native;
+// client/results/2026-12-06-*). The chain runs before raw, so that zone_out sees its mark.
+// Forwarded packets, and a tproxy channel's, are routed to the channel by port, and the
+// packets of a flow in routed4/6 get mark_native (at prerouting for forwarded ones, before
+// their routing decision), which one rule sends to main.
 // The sets have no timeout: the daemon deletes each element it added (RoutedPath).
 void quic_route_chain(std::ostringstream& o, const RulesetSpec& s) {
   o << "  chain quic_route {\n"
@@ -514,12 +514,15 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
   }
   const bool tproxy = s.tproxy_port != 0;
   if (!tproxy) {
-    const std::string quic = "    udp dport " + port_set(s.quic_ports);
+    // Forwarded packets meet the routing rules' QUIC ports (fail closed without this
+    // table): a forwarded moved flow's get mark_native, as a tproxy channel's.
+    const std::string native = set_mark(s, s.mark_native);
     o << "  chain routed_out {\n    type route hook output priority " << kRoutedOutPriority
-      << "; policy accept;\n" << quic << " goto quic_route\n  }\n  chain routed_forward {\n"
+      << "; policy accept;\n    udp dport " << port_set(s.quic_ports)
+      << " goto quic_route\n  }\n  chain routed_forward {\n"
       << "    type filter hook prerouting priority mangle; policy accept;\n"
-      // Not what comes from the channel (never sent back into it).
-      << quic << " iifname != \"" << s.channel_interface << "\" goto quic_route\n  }\n";
+      << "    ip daddr . udp sport . udp dport @routed4 " << native << "\n"
+      << "    ip6 daddr . udp sport . udp dport @routed6 " << native << "\n  }\n";
     quic_route_chain(o, s);
     if (s.forwarded_zone) forwarded_zone_chains(o, s);
     o << "}\n";

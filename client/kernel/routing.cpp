@@ -78,45 +78,53 @@ std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec&
     cmds.push_back({"ip", fam, "rule", "add", "fwmark", mark_text(s.native_mark, s.mark_mask),
                     "lookup", "main", "priority", std::to_string(s.flow_priority())});
     std::uint32_t prio = s.flow_priority() + 1;
-    auto rule = [&](std::vector<std::string> selector, bool unreachable, std::uint32_t p) {
+    enum class To { channel, main, unreachable };
+    auto rule = [&](std::vector<std::string> selector, To to, std::uint32_t p) {
       std::vector<std::string> c{"ip", fam, "rule", "add"};
       c.insert(c.end(), selector.begin(), selector.end());
-      if (unreachable) {
+      if (to == To::unreachable) {
         c.push_back("unreachable");
       } else {
-        c.insert(c.end(), {"lookup", selector.empty() || selector[0] != "to" ? table : "main"});
+        c.insert(c.end(), {"lookup", to == To::main ? "main" : table});
       }
       c.insert(c.end(), {"priority", std::to_string(p)});
       cmds.push_back(std::move(c));
     };
+    if (s.quic_channel_mark != 0) {
+      // A device channel: the host's own QUIC is routed natively (its second rule, for each
+      // packet of a moved flow: a short walk), and the route chain marks the packets of the
+      // flows not moved for the channel (first, so that they never meet the second).
+      const std::string m = mark_text(s.quic_channel_mark, s.mark_mask);
+      rule({"fwmark", m}, To::channel, prio);
+      rule({"fwmark", m}, To::unreachable, prio + 1);
+      for (auto port : s.quic_ports) {
+        rule({"iif", "lo", "ipproto", "udp", "dport", std::to_string(port)}, To::main, prio + 2);
+      }
+      prio += 3;
+    }
     // The channel's own packets never enter it.
-    for (const auto& a : *exempt) rule({"to", a}, false, prio);
+    for (const auto& a : *exempt) rule({"to", a}, To::main, prio);
     ++prio;
     // DNS, before the native prefixes: a LAN resolver forwards names to the ISP.
     for (const char* proto : {"udp", "tcp"}) {
       if (s.dns_to_channel) {
-        rule({"ipproto", proto, "dport", "53"}, false, prio);
-        rule({"ipproto", proto, "dport", "53"}, true, prio + 1);
+        rule({"ipproto", proto, "dport", "53"}, To::channel, prio);
+        rule({"ipproto", proto, "dport", "53"}, To::unreachable, prio + 1);
       }
       prio += 2;
     }
-    for (const auto& a : *native) rule({"to", a}, false, prio);
+    for (const auto& a : *native) rule({"to", a}, To::main, prio);
     ++prio;
     if (s.tcp_to_channel) {
-      rule({"ipproto", "tcp"}, false, prio);
-      rule({"ipproto", "tcp"}, true, prio + 1);
+      rule({"ipproto", "tcp"}, To::channel, prio);
+      rule({"ipproto", "tcp"}, To::unreachable, prio + 1);
     }
     prio += 2;
-    if (s.quic_channel_mark != 0) {
-      // QUIC's own route is main's; the route chain marks the packets of the flows not moved.
-      const std::string m = mark_text(s.quic_channel_mark, s.mark_mask);
-      rule({"fwmark", m}, false, prio);
-      rule({"fwmark", m}, true, prio + 1);
-      continue;
-    }
+    // QUIC by port: a tproxy channel's, and with a device channel what a forwarding host
+    // forwards (its moved flows carry native_mark, from the prerouting chain).
     for (auto port : s.quic_ports) {
-      rule({"ipproto", "udp", "dport", std::to_string(port)}, false, prio);
-      rule({"ipproto", "udp", "dport", std::to_string(port)}, true, prio + 1);
+      rule({"ipproto", "udp", "dport", std::to_string(port)}, To::channel, prio);
+      rule({"ipproto", "udp", "dport", std::to_string(port)}, To::unreachable, prio + 1);
     }
   }
   return cmds;

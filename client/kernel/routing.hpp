@@ -8,16 +8,19 @@
 // through the channel names the native source address, so that a socket that connects
 // through it keeps that address when its flow moves native), each followed by
 // `unreachable`; the channel's endpoints and native_prefixes go to main before them (DNS to
-// a native prefix still takes the channel). QUIC, with a device channel
-// (`quic_channel_mark`): its route is main's, and the packets of every flow *not* moved
-// native carry that mark (the routed nft table's route chain, nft_rules.hpp), which one
-// rule sends to the channel table, followed by `unreachable`: a moved flow's bulk is routed
-// once, natively. Without it (a tproxy channel; the queue path's fail-closed lock) the QUIC
-// ports are selected by port like DNS. Ahead of all of them, at `flow_priority`, one rule
-// per family sends packets marked `native_mark` to main: a tproxy channel's moved flows
-// (their packets marked by the nft table's chains) and the lift datagrams' socket. One rule,
-// whatever the number of flows (a rule per flow cost every route lookup ~17 ns per rule:
-// 53x at 10,000 flows, tests/results/2026-12-04-rule-scale.md).
+// a native prefix still takes the channel), and last the QUIC ports likewise. With a device
+// channel (`quic_channel_mark`) the host's own QUIC meets two rules before all of those:
+// packets with that mark go to the channel table (then `unreachable`), and the rest of it
+// (`iif lo`: sent by this host) to main. The routed nft table's route chain gives that mark
+// to the packets of every flow *not* moved native (nft_rules.hpp): a moved flow's bulk is
+// routed once, natively, after a short walk. What a forwarding host forwards still meets
+// the port rules (fail closed without the nft table). Without the mark (a tproxy channel;
+// the queue path's fail-closed lock) all QUIC is selected by port. Ahead of all of them, at
+// `flow_priority`, one rule per family sends packets marked `native_mark` to main: moved
+// flows selected by port (a tproxy channel's, forwarded ones; marked by the nft table's
+// chains) and the lift datagrams' socket. One rule, whatever the number of flows (a rule
+// per flow cost every route lookup ~17 ns per rule: 53x at 10,000 flows,
+// tests/results/2026-12-04-rule-scale.md).
 #pragma once
 
 #include <cstdint>
@@ -62,7 +65,7 @@ struct RoutingSpec {
 
   // The native flows' rule's priority, then the routed rules' (flow_priority + 1 ..).
   std::uint32_t flow_priority() const { return priority + 20; }
-  static constexpr std::uint32_t kRoutedPriorities = 11;  // flow rules included
+  static constexpr std::uint32_t kRoutedPriorities = 14;  // flow rules included
 };
 
 // The routed table's channel route of `family` ("-4", "-6") with source `source`: `ip

@@ -116,16 +116,25 @@ TEST(ParseRuleCommand, EveryGeneratedRuleParses) {
   routed.native_v4 = {"192.168.0.0/16"};
   routed.native_v6 = {"fd00::/8"};
   routed.quic_ports = {443, 8443};
+  RoutingSpec marked = routed;  // a device channel's
+  marked.quic_channel_mark = 0x51;
   int rules = 0;
-  for (const auto& cmds : {routing_commands(queue), routed_routing_commands(routed)}) {
+  for (const auto& cmds : {routing_commands(queue), routed_routing_commands(routed),
+                           routed_routing_commands(marked)}) {
     for (const auto& cmd : cmds) {
       if (cmd[2] != "rule") continue;
       ++rules;
       EXPECT_TRUE(parse_rule_command(cmd).has_value()) << net::describe(cmd, {});
     }
   }
-  // Per family: the native flows' fwmark rule, exempt, DNS, native prefix, TCP, QUIC.
-  EXPECT_EQ(rules, 8 + 2 * (1 + 1 + 4 + 1 + 2 + 4));
+  // Per family: the native flows' fwmark rule, exempt, DNS, native prefix, TCP, QUIC; marked:
+  // the channel mark's two and the host's own QUIC per port before them.
+  EXPECT_EQ(rules, 8 + 2 * (1 + 1 + 4 + 1 + 2 + 4) + 2 * (1 + 2 + 2 + 1 + 4 + 1 + 2 + 4));
+  auto own = parse_rule_command({"ip", "-6", "rule", "add", "iif", "lo", "ipproto", "udp",
+                                 "dport", "443", "lookup", "main", "priority", "10123"});
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->iif, "lo");
+  EXPECT_EQ(own->table, 254u);
   auto r = parse_rule_command({"ip", "-4", "rule", "add", "fwmark", "0x53/0xff", "lookup",
                                "51820", "priority", "10102"});
   ASSERT_TRUE(r);
@@ -148,7 +157,8 @@ TEST(ParseRuleCommand, EveryGeneratedRuleParses) {
   for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
            {"ip", "-4", "rule", "add", "lookup", "main"},                         // no priority
            {"ip", "-4", "rule", "add", "priority", "5"},                          // no action
-           {"ip", "-4", "rule", "add", "iif", "lo", "lookup", "main", "priority", "5"},
+           {"ip", "-4", "rule", "add", "iif", "a/b", "lookup", "main", "priority", "5"},
+           {"ip", "-4", "rule", "add", "oif", "lo", "lookup", "main", "priority", "5"},
            {"ip", "-4", "rule", "add", "dport", "70000", "unreachable", "priority", "5"},
            {"ip", "-4", "rule", "add", "to", "2001:db8::1", "unreachable", "priority", "5"},
            {"ip", "-4", "rule", "add", "to", "10.0.0.0/33", "unreachable", "priority", "5"},
@@ -171,7 +181,12 @@ TEST(ParseRuleCommand, NetlinkRulesEqualTheCommands) {
               routed.exempt_v6 = {"2001:db8:5::1"};
               routed.native_v4 = {"192.168.0.0/16"};
               routed.native_v6 = {"fd00::/8"};
-              for (const auto& cmds : {routing_commands(queue), routed_routing_commands(routed)}) {
+              RoutingSpec marked = routed;  // a device channel's, at other priorities
+              marked.quic_channel_mark = 0x51;
+              marked.priority = 10140;
+              const auto all = {routing_commands(queue), routed_routing_commands(routed),
+                                routed_routing_commands(marked)};
+              for (const auto& cmds : all) {
                 for (const auto& cmd : cmds) {
                   if (cmd[2] != "rule") continue;
                   if (auto r = net::run_process(cmd); !r.ok()) return net::describe(cmd, r);
@@ -183,7 +198,7 @@ TEST(ParseRuleCommand, NetlinkRulesEqualTheCommands) {
               }
               FibRuleWriter w;
               if (auto opened = w.open(); !opened) return opened.error().message;
-              for (const auto& cmds : {routing_commands(queue), routed_routing_commands(routed)}) {
+              for (const auto& cmds : all) {
                 for (const auto& cmd : cmds) {
                   if (cmd[2] != "rule") continue;
                   if (int e = w.add(*parse_rule_command(cmd)); e != 0) {

@@ -115,7 +115,7 @@ TEST(TproxyChannel, TheRulesetHandsChannelPacketsToTheProxyOrDropsThem) {
   wg.tproxy_port = 0;
   wg.channel_interface = "qs-wg0";
   EXPECT_FALSE(has(ruleset_text(wg), "tproxy"));
-  EXPECT_FALSE(has(ruleset_text(wg), "| 0x52"));
+  EXPECT_TRUE(has(ruleset_text(wg), "goto quic_route"));
 }
 
 TEST(TproxyChannel, TheChannelRouteGoesThroughLoWithTheNativeSource) {
