@@ -514,15 +514,25 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
   }
   const bool tproxy = s.tproxy_port != 0;
   if (!tproxy) {
-    // Forwarded packets meet the routing rules' QUIC ports (fail closed without this
-    // table): a forwarded moved flow's get mark_native, as a tproxy channel's.
-    const std::string native = set_mark(s, s.mark_native);
+    // A moved flow's packets leave after one rule (no jump); quic_route checks them again.
+    const std::string quic = "    udp dport " + port_set(s.quic_ports);
     o << "  chain routed_out {\n    type route hook output priority " << kRoutedOutPriority
-      << "; policy accept;\n    udp dport " << port_set(s.quic_ports)
-      << " goto quic_route\n  }\n  chain routed_forward {\n"
-      << "    type filter hook prerouting priority mangle; policy accept;\n"
-      << "    ip daddr . udp sport . udp dport @routed4 " << native << "\n"
-      << "    ip6 daddr . udp sport . udp dport @routed6 " << native << "\n  }\n";
+      << "; policy accept;\n"
+      << quic << " ip daddr . udp sport . udp dport @routed4 return\n"
+      << quic << " ip6 daddr . udp sport . udp dport @routed6 return\n"
+      << quic << " goto quic_route\n  }\n";
+    // Forwarded packets meet the routing rules' QUIC ports (fail closed without this
+    // table): a forwarded moved flow's get mark_native, as a tproxy channel's. Only on a
+    // forwarding host: the chain costs every packet the host receives a set lookup (~3% of
+    // a bulk upload's sender CPU in perf, its ACKs), and the table is installed again when
+    // forwarding is switched on (Daemon::check_forwarding).
+    if (s.forwarded_zone) {
+      const std::string native = set_mark(s, s.mark_native);
+      o << "  chain routed_forward {\n"
+        << "    type filter hook prerouting priority mangle; policy accept;\n"
+        << "    ip daddr . udp sport . udp dport @routed4 " << native << "\n"
+        << "    ip6 daddr . udp sport . udp dport @routed6 " << native << "\n  }\n";
+    }
     quic_route_chain(o, s);
     if (s.forwarded_zone) forwarded_zone_chains(o, s);
     o << "}\n";

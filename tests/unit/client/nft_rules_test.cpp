@@ -501,9 +501,16 @@ TEST(NftRulesRouted, TheDeviceTableCopiesQuicAndTheFlowsNotMovedAreMarkedForTheC
   EXPECT_FALSE(has(t, "queue"));
   // Only QUIC meets the flows' chain; what comes from the channel is not sent back into it.
   EXPECT_TRUE(has(chain(t, "routed_out"), "type route hook output priority -301;"));
-  EXPECT_TRUE(has(chain(t, "routed_out"), "\n    udp dport { 443, 8443 } goto quic_route"));
-  // Forwarded QUIC meets the routing rules' ports: a moved flow's packets are marked native.
-  const std::string fwd = chain(t, "routed_forward");
+  const std::string out_chain = chain(t, "routed_out");
+  EXPECT_TRUE(has(out_chain, "\n    udp dport { 443, 8443 } ip daddr . udp sport . udp dport "
+                             "@routed4 return\n")) << out_chain;
+  EXPECT_TRUE(out_chain.ends_with("\n    udp dport { 443, 8443 } goto quic_route")) << out_chain;
+  // Forwarded QUIC meets the routing rules' ports: on a forwarding host a moved flow's
+  // packets are marked native at prerouting; elsewhere no chain costs received packets.
+  EXPECT_FALSE(has(t, "routed_forward")) << t;
+  s.forwarded_zone = true;
+  const std::string fwd = chain(ruleset_text(s), "routed_forward");
+  s.forwarded_zone = false;
   EXPECT_TRUE(has(fwd, "type filter hook prerouting priority mangle;")) << fwd;
   EXPECT_TRUE(has(fwd, "ip daddr . udp sport . udp dport @routed4 meta mark set meta mark & "
                        "0xffffff00 | 0x52\n")) << fwd;
