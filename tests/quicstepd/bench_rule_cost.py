@@ -88,10 +88,32 @@ def mode_up(mode, v6):
         run(GUARD_TOOL, "--netns", A, "--pin-dir", GUARD_PINS, "attach", "qs-rc-va")
     elif mode == "paper":
         run(PAPER_RULES, "up", CHANNEL, "51820", ns=A)
+    elif mode.startswith("routed"):
+        # The routed path's tables and rules; the flow moved native (its routed4/6 element),
+        # the guard on the native device as the daemon attaches it (main() checks that every
+        # datagram left natively: a packet of a flow not moved is marked and re-routed into
+        # the channel's stand-in).
+        printer = mode.split("=", 1)[1] if "=" in mode else PRINT_RULESET
+        text = run(printer, CHANNEL, TUNNEL, "routed")
+        nft, _, rest = text.partition("#iptables\n")
+        rules = rest.partition("#routing\n")[2]
+        run("nft", "-f", "-", ns=A, stdin=nft)
+        for fam, src in (("-4", SRC), ("-6", SRC6)):
+            run("ip", fam, "route", "replace", "default", "dev", CHANNEL, "src", src, "table",
+                "51821", ns=A)
+        for line in rules.splitlines():
+            if line:
+                run(*line.split(), ns=A)
+        src, dst = (SRC6, DST6) if v6 else (SRC, DST)
+        run("nft", "add", "element", "inet", "quicstep", "routed" + ("6" if v6 else "4"),
+            f"{{ {dst} . {SPORT} . 443 }}", ns=A)
+        if mode.startswith("routed+guard"):
+            run(GUARD_TOOL, "--netns", A, "--pin-dir", GUARD_PINS, "attach", "qs-rc-va")
     elif mode.startswith("quicstepd"):
         printer = mode.split("=", 1)[1] if "=" in mode else PRINT_RULESET
         text = run(printer, CHANNEL, TUNNEL, "stateless")
         nft, _, ipt = text.partition("#iptables\n")
+        ipt = ipt.partition("#routing\n")[0]
         run("nft", "-f", "-", ns=A, stdin=nft)
         run("iptables-nft-restore", "--noflush", ns=A, stdin=ipt)
         run("ip6tables-nft-restore", "--noflush", ns=A, stdin=ipt)
@@ -101,8 +123,21 @@ def mode_up(mode, v6):
 
 
 def mode_down(mode):
-    if mode == "guard":
+    if mode == "guard" or mode.startswith("routed+guard"):
         run(GUARD_TOOL, "--netns", A, "--pin-dir", GUARD_PINS, "remove", "qs-rc-va")
+    if mode.startswith("routed"):
+        for fam in ("-4", "-6"):
+            for p in range(10120, 10134):  # the routed path's priorities (routing.hpp)
+                for _ in range(8):  # at most a few rules per priority
+                    if subprocess.run(["ip", "netns", "exec", A, "ip", fam, "rule", "del",
+                                       "priority", str(p)], capture_output=True).returncode:
+                        break
+            run("ip", fam, "route", "flush", "table", "51821", ns=A, check=False)
+
+
+def native_tx():
+    """Packets the native device of the rules' namespace has sent."""
+    return int(run("cat", "/sys/class/net/qs-rc-va/statistics/tx_packets", ns=A))
     if mode == "paper":
         run(PAPER_RULES, "down", ns=A)
     run("nft", "flush", "ruleset", ns=A)  # iptables-nft's tables are nft tables too
@@ -138,14 +173,17 @@ def main():
     ap.add_argument("--inbound", action="store_true",
                     help="the rules' cost per received datagram (the server's side sends)")
     ap.add_argument("--modes", default="none,paper,quicstepd",
-                    help="comma-separated: none, paper, quicstepd, quicstepd=PRINT_RULESET "
-                         "(the rules another build's print_ruleset prints), and guard (the "
+                    help="comma-separated: none, paper, quicstepd (the queue path's rules), "
+                         "routed (the routed path's nft table and ip rules, the flow moved), "
+                         "routed+guard (and the guard), quicstepd=/routed=/routed+guard="
+                         "PRINT_RULESET (another build's print_ruleset), and guard (the "
                          "native-path guard's tc programs, client/kernel/native_guard, alone)")
     ap.add_argument("--json")
     args = ap.parse_args()
     modes = args.modes.split(",")
     for m in modes:
-        if m not in ("none", "paper", "quicstepd", "guard") and not m.startswith("quicstepd="):
+        if (m not in ("none", "paper", "quicstepd", "guard", "routed", "routed+guard") and
+                not m.startswith(("quicstepd=", "routed=", "routed+guard="))):
             ap.error(f"unknown mode {m}")
     ns_per_packet = {m: [] for m in modes}
     bulk_share = {m: [] for m in modes if m.startswith("quicstepd")}
@@ -160,9 +198,13 @@ def main():
                               str(SPORT), ns=B)
                     where = (None, "native_in")
                 else:
+                    tx = native_tx()
                     out = run(BLASTER, DST6 if args.ipv6 else DST, str(args.packets), str(SPORT),
                               ns=A)
                     where = (None, "native_out")
+                    if m.startswith("routed") and native_tx() - tx < args.packets:
+                        raise RuntimeError(f"{m}: {native_tx() - tx} of {args.packets} "
+                                           "datagrams left natively (the element missed)")
                 if m == "guard":  # the tc programs of the redesign (client/kernel/native_guard)
                     seen = guard_counted(where[1])
                     if seen < args.packets:
