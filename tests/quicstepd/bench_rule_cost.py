@@ -25,7 +25,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 
 from qs_support import binaries
 from tests.quicstepd import qsd_helpers as h
@@ -133,14 +132,14 @@ def mode_down(mode):
                                        "priority", str(p)], capture_output=True).returncode:
                         break
             run("ip", fam, "route", "flush", "table", "51821", ns=A, check=False)
+    if mode == "paper":
+        run(PAPER_RULES, "down", ns=A)
+    run("nft", "flush", "ruleset", ns=A)  # iptables-nft's tables are nft tables too
 
 
 def native_tx():
     """Packets the native device of the rules' namespace has sent."""
     return int(run("cat", "/sys/class/net/qs-rc-va/statistics/tx_packets", ns=A))
-    if mode == "paper":
-        run(PAPER_RULES, "down", ns=A)
-    run("nft", "flush", "ruleset", ns=A)  # iptables-nft's tables are nft tables too
 
 
 # Inbound: what reaches qs-rc-a is dropped after routing (no socket, no ICMP errors).

@@ -561,12 +561,17 @@ TEST(NftRulesRouted, RoutingSendsDnsTcpAndQuicToTheChannelTableAndFailsClosed) {
   r.exempt_v4 = {"198.18.3.2"};
   r.native_v4 = {"192.168.0.0/16"};
   const auto cmds = routed_routing_commands(r);
-  std::vector<std::string> v4;
-  for (const auto& c : cmds) {
-    std::string line;
-    for (const auto& w : c) line += (line.empty() ? "" : " ") + w;
-    if (c[1] == "-4") v4.push_back(line);
-  }
+  // The IPv4 commands, each as one line.
+  auto v4_lines = [](const std::vector<std::vector<std::string>>& all) {
+    std::vector<std::string> v4;
+    for (const auto& c : all) {
+      std::string line;
+      for (const auto& w : c) line += (line.empty() ? "" : " ") + w;
+      if (c[1] == "-4") v4.push_back(line);
+    }
+    return v4;
+  };
+  const std::vector<std::string> v4 = v4_lines(cmds);
   const std::vector<std::string> want = {
       "ip -4 route replace default dev qsw-client src 198.18.1.2 table 51821",
       "ip -4 rule add fwmark 0x52/0xff lookup main priority 10120",
@@ -582,16 +587,11 @@ TEST(NftRulesRouted, RoutingSendsDnsTcpAndQuicToTheChannelTableAndFailsClosed) {
       "ip -4 rule add ipproto udp dport 443 unreachable priority 10130",
   };
   EXPECT_EQ(v4, want);
-  // A device channel: QUIC's own route is main's; what the route chain marks goes to the
-  // channel (the same priorities).
+  // A device channel: the host's own QUIC is routed by main, but for what the route chain
+  // marks for the channel; forwarded QUIC keeps the port rules, last.
   RoutingSpec marked = r;
   marked.quic_channel_mark = 0x51;
-  std::vector<std::string> v4_marked;
-  for (const auto& c : routed_routing_commands(marked)) {
-    std::string line;
-    for (const auto& w : c) line += (line.empty() ? "" : " ") + w;
-    if (c[1] == "-4") v4_marked.push_back(line);
-  }
+  const std::vector<std::string> v4_marked = v4_lines(routed_routing_commands(marked));
   const std::vector<std::string> want_marked = {
       "ip -4 route replace default dev qsw-client src 198.18.1.2 table 51821",
       "ip -4 rule add fwmark 0x52/0xff lookup main priority 10120",
