@@ -814,9 +814,10 @@ void Daemon::Impl::reload() {
       load.config.daemon.channel_exempt_v4 != config.daemon.channel_exempt_v4 ||
       load.config.daemon.channel_exempt_v6 != config.daemon.channel_exempt_v6 ||
       load.config.daemon.routing_table != config.daemon.routing_table ||
-      other_path || path->reload_needs_restart(routing_spec, new_routing)) {
+      other_path || kernel::routing_marks_differ(routing_spec, new_routing) ||
+      path->reload_needs_restart(routing_spec, new_routing)) {
     spdlog::error("reload refused: queues, channel (kind, interface, exempt servers), routing "
-                  "tables, the native path and (routed) "
+                  "tables and marks, the native path and (routed) "
                   "its ports, DNS/TCP policy and native prefixes need a restart");
     return;
   }

@@ -37,6 +37,12 @@ std::vector<std::vector<std::string>> routing_commands(const RoutingSpec& s) {
   return cmds;
 }
 
+bool routing_marks_differ(const RoutingSpec& a, const RoutingSpec& b) {
+  return a.channel_marks != b.channel_marks || a.mark_mask != b.mark_mask ||
+         a.native_mark != b.native_mark || a.quic_channel_mark != b.quic_channel_mark ||
+         a.forwarded_mark != b.forwarded_mark;
+}
+
 std::vector<std::string> routed_channel_route(const RoutingSpec& s, const char* family,
                                               const std::string& source) {
   std::vector<std::string> cmd{"ip", family, "route", source.empty() ? "del" : "replace"};

@@ -68,6 +68,12 @@ struct RoutingSpec {
   static constexpr std::uint32_t kRoutedPriorities = 14;  // flow rules included
 };
 
+// Whether two specs' rules select by different marks (the channel's, the native one, the
+// mask, QUIC's channel mark): installed rules keep theirs, so a reload with other marks would
+// leave the nft table's marks unmatched (a routed path's QUIC marked for a channel rule that
+// is not there would take the main table, where the guard drops its handshakes).
+bool routing_marks_differ(const RoutingSpec& a, const RoutingSpec& b);
+
 // The routed table's channel route of `family` ("-4", "-6") with source `source`: `ip
 // route replace [local] default dev IF src SOURCE table T` (`local` for a tproxy channel's
 // IPv6 route), or with an empty source the `ip route del` of it.

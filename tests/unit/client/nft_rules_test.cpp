@@ -612,6 +612,12 @@ TEST(NftRulesRouted, RoutingSendsDnsTcpAndQuicToTheChannelTableAndFailsClosed) {
   };
   EXPECT_EQ(v4_marked, want_marked);
   EXPECT_EQ(marked.flow_priority() + RoutingSpec::kRoutedPriorities - 1, 10133u);
+  // A reload that changes a mark the installed rules select by needs a restart.
+  EXPECT_FALSE(routing_marks_differ(marked, marked));
+  EXPECT_TRUE(routing_marks_differ(r, marked));
+  RoutingSpec other = marked;
+  other.mark_mask = 0xff00;
+  EXPECT_TRUE(routing_marks_differ(marked, other));
   // IPv6 without a native source: no channel route, so its channel packets meet unreachable.
   for (const auto& c : cmds) {
     if (c[1] == "-6") {
