@@ -81,6 +81,15 @@ def teardown():
         run("ip", "netns", "del", ns, check=False)
 
 
+def printed_rules(mode, kind):
+    """(nft text, iptables-restore text, ip rule commands) that print_ruleset prints for
+    `kind`; MODE=PATH names another build's print_ruleset."""
+    printer = mode.split("=", 1)[1] if "=" in mode else PRINT_RULESET
+    nft, _, rest = run(printer, CHANNEL, TUNNEL, kind).partition("#iptables\n")
+    ipt, _, rules = rest.partition("#routing\n")
+    return nft, ipt, rules
+
+
 def mode_up(mode, v6):
     run("nft", "flush", "ruleset", ns=A)
     if mode == "guard":
@@ -92,10 +101,7 @@ def mode_up(mode, v6):
         # the guard on the native device as the daemon attaches it (main() checks that every
         # datagram left natively: a packet of a flow not moved is marked and re-routed into
         # the channel's stand-in).
-        printer = mode.split("=", 1)[1] if "=" in mode else PRINT_RULESET
-        text = run(printer, CHANNEL, TUNNEL, "routed")
-        nft, _, rest = text.partition("#iptables\n")
-        rules = rest.partition("#routing\n")[2]
+        nft, _, rules = printed_rules(mode, "routed")
         run("nft", "-f", "-", ns=A, stdin=nft)
         for fam, src in (("-4", SRC), ("-6", SRC6)):
             run("ip", fam, "route", "replace", "default", "dev", CHANNEL, "src", src, "table",
@@ -109,10 +115,7 @@ def mode_up(mode, v6):
         if mode.startswith("routed+guard"):
             run(GUARD_TOOL, "--netns", A, "--pin-dir", GUARD_PINS, "attach", "qs-rc-va")
     elif mode.startswith("quicstepd"):
-        printer = mode.split("=", 1)[1] if "=" in mode else PRINT_RULESET
-        text = run(printer, CHANNEL, TUNNEL, "stateless")
-        nft, _, ipt = text.partition("#iptables\n")
-        ipt = ipt.partition("#routing\n")[0]
+        nft, ipt, _ = printed_rules(mode, "stateless")
         run("nft", "-f", "-", ns=A, stdin=nft)
         run("iptables-nft-restore", "--noflush", ns=A, stdin=ipt)
         run("ip6tables-nft-restore", "--noflush", ns=A, stdin=ipt)
