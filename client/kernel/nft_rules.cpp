@@ -520,7 +520,19 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
       << "; policy accept;\n"
       << quic << " ip daddr . udp sport . udp dport @routed4 return\n"
       << quic << " ip6 daddr . udp sport . udp dport @routed6 return\n"
-      << quic << " goto quic_route\n  }\n";
+      << quic << " goto quic_route\n"
+      // A QUIC datagram built for its native route and re-routed into the channel, longer
+      // than the channel's MTU (an application's path-MTU probe before its flow moved), is
+      // refused with "fragmentation needed", which the kernel sends to itself: delivered,
+      // it would set the MTU of the socket's own route, the *native* one, to the channel's
+      // for 10 minutes (a route exception), and every later connection to that server
+      // would be held to the channel's MTU natively. The sender still learns of the refusal
+      // (its send fails with EMSGSIZE). Inner header at 8 octets past the ICMP header
+      // (IPv4 without options: a UDP socket's).
+      << "    meta oif lo icmp type destination-unreachable icmp code frag-needed @th,136,8 17 "
+      << "@th,240,16 " << port_set(s.quic_ports) << " drop\n"
+      << "    meta oif lo icmpv6 type packet-too-big @th,112,8 17 @th,400,16 "
+      << port_set(s.quic_ports) << " drop\n  }\n";
     // Forwarded packets meet the routing rules' QUIC ports (fail closed without this
     // table): a forwarded moved flow's get mark_native, as a tproxy channel's. Only on a
     // forwarding host: the chain costs every packet the host receives a set lookup (~3% of

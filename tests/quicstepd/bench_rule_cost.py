@@ -6,20 +6,22 @@ test: root; two namespaces of its own (qs-rc-a holds the rules, qs-rc-b the othe
 lab needed.
 
     sudo python3 -m tests.quicstepd.bench_rule_cost [--rounds 8] [--packets 400000] [--ipv6]
-                                            [--inbound] [--json out.json]
+                                            [--inbound | --unconnected] [--json out.json]
 
 Each round installs each mode in turn and sends PACKETS 1200-byte short-header datagrams
-of one flow with udp_blaster (sendmmsg on a connected socket); the figure is the sender's
-system CPU time per datagram, median over rounds. Outbound (the default) qs-rc-a sends and
-qs-rc-b drops at its veth's ingress; in the quicstepd mode the flow is in the native set,
-as a decided flow's is, and the native_out counters must show every datagram, or the run
-fails: the bulk rule's, and quic_out's for the sampled datagrams that refresh the flow's
-element (udp_blaster varies the sampled byte as ciphertext would; the share is reported,
-and none refreshed fails the run). With --inbound qs-rc-b sends the server's side of the
-flow (from port 443) and qs-rc-a receives it (an input chain drops it after routing, in every
-mode); the veth delivers in the sender's context, so its system time includes qs-rc-a's
-prerouting; the native_in counter must show every datagram. quicstepd's inbound queue rules (reached
-only by a watched flow's packets) are not installed here."""
+of one flow with udp_blaster (sendmmsg on a connected socket; with --unconnected each
+datagram is addressed on an unconnected socket, so that each pays a route lookup and the
+rules' walk); the figure is the sender's system CPU time per datagram, median over rounds.
+Outbound (the default) qs-rc-a sends and qs-rc-b drops at its veth's ingress; in the
+quicstepd mode the flow is in the native set, as a decided flow's is, and the native_out
+counters must show every datagram, or the run fails: the bulk rule's, and quic_out's for
+the sampled datagrams that refresh the flow's element (udp_blaster varies the sampled byte
+as ciphertext would; the share is reported, and none refreshed fails the run). With
+--inbound qs-rc-b sends the server's side of the flow (from port 443) and qs-rc-a receives
+it (an input chain drops it after routing, in every mode); the veth delivers in the
+sender's context, so its system time includes qs-rc-a's prerouting; the native_in counter
+must show every datagram. quicstepd's inbound queue rules (reached only by a watched flow's
+packets) are not installed here."""
 import argparse
 import json
 import os
@@ -174,6 +176,8 @@ def main():
     ap.add_argument("--ipv6", action="store_true", help="send over IPv6 instead of IPv4")
     ap.add_argument("--inbound", action="store_true",
                     help="the rules' cost per received datagram (the server's side sends)")
+    ap.add_argument("--unconnected", action="store_true",
+                    help="send from an unconnected socket (a route lookup per datagram)")
     ap.add_argument("--modes", default="none,paper,quicstepd",
                     help="comma-separated: none, paper, quicstepd (the queue path's rules), "
                          "routed (the routed path's nft table and ip rules, the flow moved), "
@@ -182,6 +186,8 @@ def main():
                          "native-path guard's tc programs, client/kernel/native_guard, alone)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    if args.inbound and args.unconnected:
+        ap.error("--unconnected is a sender's choice: not with --inbound")
     modes = args.modes.split(",")
     for m in modes:
         if (m not in ("none", "paper", "quicstepd", "guard", "routed", "routed+guard") and
@@ -201,8 +207,8 @@ def main():
                     where = (None, "native_in")
                 else:
                     tx = native_tx()
-                    out = run(BLASTER, DST6 if args.ipv6 else DST, str(args.packets), str(SPORT),
-                              ns=A)
+                    out = run(BLASTER, *(["--unconnected"] if args.unconnected else []),
+                              DST6 if args.ipv6 else DST, str(args.packets), str(SPORT), ns=A)
                     where = (None, "native_out")
                     if m.startswith("routed") and native_tx() - tx < args.packets:
                         raise RuntimeError(f"{m}: {native_tx() - tx} of {args.packets} "
@@ -231,7 +237,8 @@ def main():
         teardown()
     med = {m: statistics.median(v) for m, v in ns_per_packet.items()}
     print(f"system CPU ns per {'IPv6' if args.ipv6 else 'IPv4'} datagram "
-          f"{'received' if args.inbound else 'sent'}, median of "
+          f"{'received' if args.inbound else 'sent'}"
+          f"{' (unconnected socket)' if args.unconnected else ''}, median of "
           f"{args.rounds} rounds of {args.packets}:")
     for m in modes:
         extra = f"  (+{med[m] - med['none']:.0f} ns over none)" if "none" in med else ""
@@ -247,7 +254,8 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"ns_per_packet": ns_per_packet, "median": med, "bulk_share": bulk_share,
                        "packets": args.packets,
-                       "ipv6": args.ipv6, "inbound": args.inbound}, f, indent=2)
+                       "ipv6": args.ipv6, "inbound": args.inbound,
+                       "unconnected": args.unconnected}, f, indent=2)
 
 
 if __name__ == "__main__":

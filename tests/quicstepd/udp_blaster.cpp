@@ -1,9 +1,10 @@
 // udp_blaster: the kernel's cost per sent UDP datagram, for bench_rule_cost.py.
 //
-//   udp_blaster DST_ADDR COUNT SOURCE_PORT [DEST_PORT]   (IPv4 or IPv6 literal)
+//   udp_blaster [--unconnected] DST_ADDR COUNT SOURCE_PORT [DEST_PORT]   (IPv4 or IPv6)
 //
 // Sends COUNT 1200-byte datagrams (first byte 0x41: a QUIC short header) from a connected
-// socket with sendmmsg, 64 at a time, and prints one line: system CPU ns per datagram,
+// socket with sendmmsg, 64 at a time (--unconnected: from an unconnected socket, each
+// datagram addressed, so that each pays a route lookup, as ngtcp2's example client's do), and prints one line: system CPU ns per datagram,
 // wall-clock ns per datagram, failed sendmmsg calls. The rest of each datagram is
 // pseudo-random, as a protected packet's is, and its byte 21 (quicstepd's refresh sample,
 // client/kernel/nft_rules.cpp) takes each of its 256 values once in every 256 datagrams: the
@@ -59,12 +60,17 @@ double seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_u
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool unconnected = argc > 1 && std::string_view(argv[1]) == "--unconnected";
+  if (unconnected) {
+    --argc;
+    ++argv;
+  }
   long count = 0;
   std::uint16_t sport = 0, dport = 443;
   if (argc < 4 || argc > 5 || !parse_number<long>(argv[2], 1, 1L << 40, &count) ||
       !parse_number<std::uint16_t>(argv[3], 1, 65535, &sport) ||
       (argc == 5 && !parse_number<std::uint16_t>(argv[4], 1, 65535, &dport))) {
-    std::fprintf(stderr, "usage: udp_blaster DST_ADDR COUNT SOURCE_PORT [DEST_PORT]\n");
+    std::fprintf(stderr, "usage: udp_blaster [--unconnected] DST_ADDR COUNT SOURCE_PORT [DEST_PORT]\n");
     return 2;
   }
   in6_addr addr{};  // large enough for either family's address
@@ -80,7 +86,7 @@ int main(int argc, char** argv) {
   const sockaddr_storage dst = endpoint(family, &addr, dport, &len);
   const int fd = socket(family, SOCK_DGRAM, 0);
   if (fd < 0 || bind(fd, reinterpret_cast<const sockaddr*>(&src), len) != 0 ||
-      connect(fd, reinterpret_cast<const sockaddr*>(&dst), len) != 0) {
+      (!unconnected && connect(fd, reinterpret_cast<const sockaddr*>(&dst), len) != 0)) {
     std::perror("udp_blaster: socket/bind/connect");
     return 1;
   }
@@ -97,6 +103,10 @@ int main(int argc, char** argv) {
     iov[i] = {bufs[i].data(), bufs[i].size()};
     msgs[i].msg_hdr.msg_iov = &iov[i];
     msgs[i].msg_hdr.msg_iovlen = 1;
+    if (unconnected) {
+      msgs[i].msg_hdr.msg_name = const_cast<sockaddr_storage*>(&dst);
+      msgs[i].msg_hdr.msg_namelen = len;
+    }
   }
   rusage r0{}, r1{};
   getrusage(RUSAGE_SELF, &r0);

@@ -7,7 +7,8 @@
 // flow is an element of routed4/6 (NftSetWriter, as RoutedPath adds it) it leaves natively,
 // unmarked, from connected and unconnected sockets alike; deleted, it takes the channel
 // again; another flow to the same server never left the channel. A replaced table starts
-// empty; without the table QUIC takes the main table (the guard's to judge).
+// empty; without the table QUIC takes the main table (the guard's to judge). A datagram too
+// long for the channel is refused without leaving the channel's MTU on the native route.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -183,6 +184,102 @@ TEST(RoutedFlows, TheFlowsNotInTheSetsAreMarkedForTheChannel) {
                 return e;
               }
               if (auto e = expect(40000, "native", "table deleted"); !e.empty()) return e;
+              return "";
+            }),
+            "");
+}
+
+// A datagram of `size` octets of payload to server:443 from a connected socket that forbids
+// fragmentation (as a path-MTU probe is sent): errno of the send, or 0 if it was sent.
+int send_unfragmented(int family, const char* server, std::size_t size) {
+  const int fd = socket(family, SOCK_DGRAM, 0);
+  if (fd < 0) return errno;
+  int pmtu = family == AF_INET ? IP_PMTUDISC_DO : IPV6_PMTUDISC_DO;
+  sockaddr_storage to{};
+  socklen_t len = 0;
+  if (family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&to);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(443);
+    inet_pton(AF_INET, server, &a->sin_addr);
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&to);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(443);
+    inet_pton(AF_INET6, server, &a->sin6_addr);
+    len = sizeof *a;
+  }
+  std::vector<char> payload(size, 0x5a);
+  payload[0] = 0x40;  // a short header (a probe is PING and PADDING)
+  int err = 0;
+  if ((family == AF_INET ? setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu)
+                         : setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu)) !=
+          0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&to), len) != 0 ||
+      send(fd, payload.data(), payload.size(), 0) < 0) {
+    err = errno;
+  }
+  close(fd);
+  return err;
+}
+
+TEST(RoutedFlows, ADatagramTooLongForTheChannelLeavesTheNativeRouteAlone) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
+  EXPECT_EQ(in_private_netns([]() -> std::string {
+              for (const auto& cmd : std::vector<std::vector<std::string>>{
+                       {"ip", "link", "set", "lo", "up"},
+                       {"ip", "link", "add", "qsn0", "type", "veth", "peer", "name", "qsn1"},
+                       {"ip", "link", "add", "qsc0", "mtu", "1420", "type", "veth", "peer",
+                        "name", "qsc1"},
+                       {"ip", "link", "set", "qsn1", "up"},
+                       {"ip", "link", "set", "qsc1", "up"},
+                       {"ip", "addr", "add", "198.18.70.2/24", "dev", "qsn0"},
+                       {"ip", "addr", "add", "2001:db8:70::2/64", "dev", "qsn0", "nodad"},
+                       {"ip", "addr", "add", "10.70.0.2/32", "dev", "qsc0"},
+                       {"ip", "addr", "add", "fd70::2/128", "dev", "qsc0", "nodad"},
+                       {"ip", "link", "set", "qsn0", "up"},
+                       {"ip", "link", "set", "qsc0", "up"},
+                       {"ip", "route", "add", "default", "via", "198.18.70.1", "dev", "qsn0"},
+                       {"ip", "-6", "route", "add", "default", "via", "2001:db8:70::1", "dev",
+                        "qsn0"}}) {
+                if (auto e = run(cmd); !e.empty()) return e;
+              }
+              RoutingSpec routing;
+              routing.routed = true;
+              routing.channel_interface = "qsc0";
+              routing.source_v4 = "198.18.70.2";
+              routing.source_v6 = "2001:db8:70::2";
+              routing.quic_channel_mark = 0x51;
+              RulesetSpec spec;
+              spec.routed = true;
+              spec.stateless = true;
+              spec.channel_interface = "qsc0";
+              spec.tunnel_v4 = "10.70.0.2";
+              spec.tunnel_v6 = "fd70::2";
+              for (const auto& cmd : routed_routing_commands(routing)) {
+                if (auto e = run(cmd); !e.empty()) return e;
+              }
+              if (auto e = run({"nft", "-f", "-"}, ruleset_text(spec)); !e.empty()) return e;
+              for (const auto& [family, server] :
+                   {std::pair{AF_INET, "198.18.71.10"}, {AF_INET6, "2001:db8:71::10"}}) {
+                const std::string fam = family == AF_INET ? "IPv4" : "IPv6";
+                // Fits the native route (MTU 1500), not the channel's (1420): the route
+                // chain re-routes it into the channel, where it is refused.
+                if (const int err = send_unfragmented(family, server, 1440); err != EMSGSIZE) {
+                  return fam + ": the send gave `" + std::strerror(err) + "', want EMSGSIZE";
+                }
+                auto r = net::run_process({"ip", "-o", family == AF_INET ? "-4" : "-6", "route",
+                                           "get", server});
+                if (!r.ok()) return "ip route get " + std::string(server) + ": " + r.output;
+                if (r.output.find(" mtu ") != std::string::npos) {
+                  return fam + ": the native route took the channel's MTU: " + r.output;
+                }
+                // A datagram that fits the channel still takes it.
+                if (const int err = send_unfragmented(family, server, 1300); err != 0) {
+                  return fam + ": 1300 octets: " + std::strerror(err);
+                }
+              }
               return "";
             }),
             "");
