@@ -92,6 +92,32 @@ common::FlowKey flow(const char* client, std::uint16_t sport, const char* server
   return k;
 }
 
+// The routed ruleset of a device channel `qsc0` (tunnel 10.70.0.2, fd70::2 with `v6`), the
+// native addresses 198.18.70.2 and 2001:db8:70::2 (with `v6`).
+RulesetSpec routed_spec(bool v6) {
+  RulesetSpec spec;
+  spec.routed = true;
+  spec.stateless = true;
+  spec.channel_interface = "qsc0";
+  spec.tunnel_v4 = "10.70.0.2";
+  if (v6) spec.tunnel_v6 = "fd70::2";
+  return spec;
+}
+
+// Installs the routing rules and the ruleset as the daemon does; "" or what failed.
+std::string install_routed(const RulesetSpec& spec) {
+  RoutingSpec routing;
+  routing.routed = true;
+  routing.channel_interface = spec.channel_interface;
+  routing.source_v4 = "198.18.70.2";
+  if (!spec.tunnel_v6.empty()) routing.source_v6 = "2001:db8:70::2";
+  routing.quic_channel_mark = spec.mark_channel;
+  for (const auto& cmd : routed_routing_commands(routing)) {
+    if (auto e = run(cmd); !e.empty()) return e;
+  }
+  return run({"nft", "-f", "-"}, ruleset_text(spec));
+}
+
 TEST(RoutedFlows, TheFlowsNotInTheSetsAreMarkedForTheChannel) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([]() -> std::string {
@@ -113,20 +139,8 @@ TEST(RoutedFlows, TheFlowsNotInTheSetsAreMarkedForTheChannel) {
                        {"ip", "route", "add", "default", "via", "198.18.70.1", "dev", "qsn0"}}) {
                 if (auto e = run(cmd); !e.empty()) return e;
               }
-              RoutingSpec routing;
-              routing.routed = true;
-              routing.channel_interface = "qsc0";
-              routing.source_v4 = "198.18.70.2";
-              routing.quic_channel_mark = 0x51;
-              RulesetSpec spec;
-              spec.routed = true;
-              spec.stateless = true;
-              spec.channel_interface = "qsc0";
-              spec.tunnel_v4 = "10.70.0.2";
-              for (const auto& cmd : routed_routing_commands(routing)) {
-                if (auto e = run(cmd); !e.empty()) return e;
-              }
-              if (auto e = run({"nft", "-f", "-"}, ruleset_text(spec)); !e.empty()) return e;
+              const RulesetSpec spec = routed_spec(false);
+              if (auto e = install_routed(spec); !e.empty()) return e;
               NftSetWriter writer;
               if (auto opened = writer.open(); !opened) return opened.error().message;
               const char* server = "198.18.71.10";
@@ -245,22 +259,7 @@ TEST(RoutedFlows, ADatagramTooLongForTheChannelLeavesTheNativeRouteAlone) {
                         "qsn0"}}) {
                 if (auto e = run(cmd); !e.empty()) return e;
               }
-              RoutingSpec routing;
-              routing.routed = true;
-              routing.channel_interface = "qsc0";
-              routing.source_v4 = "198.18.70.2";
-              routing.source_v6 = "2001:db8:70::2";
-              routing.quic_channel_mark = 0x51;
-              RulesetSpec spec;
-              spec.routed = true;
-              spec.stateless = true;
-              spec.channel_interface = "qsc0";
-              spec.tunnel_v4 = "10.70.0.2";
-              spec.tunnel_v6 = "fd70::2";
-              for (const auto& cmd : routed_routing_commands(routing)) {
-                if (auto e = run(cmd); !e.empty()) return e;
-              }
-              if (auto e = run({"nft", "-f", "-"}, ruleset_text(spec)); !e.empty()) return e;
+              if (auto e = install_routed(routed_spec(true)); !e.empty()) return e;
               for (const auto& [family, server] :
                    {std::pair{AF_INET, "198.18.71.10"}, {AF_INET6, "2001:db8:71::10"}}) {
                 const std::string fam = family == AF_INET ? "IPv4" : "IPv6";
