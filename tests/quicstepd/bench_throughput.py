@@ -28,7 +28,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -184,6 +183,12 @@ class Bench:
 
     def mode_up(self, mode):
         base, _, extra = mode.partition("+")
+        if not extra:
+            # No mode inherits another's path-MTU exceptions (a route's MTU learnt for 10
+            # minutes: a build whose channel's refusals set the native route's did so for
+            # every mode after it).
+            for fam in ("-4", "-6"):
+                self.in_ns("ip", fam, "route", "flush", "cache")
         if base == "paper" and extra:
             self.mode_up("paper")
             if extra == "ipt":
