@@ -529,6 +529,11 @@ void Daemon::Impl::setup_healing() {
   // counts (native_source_changed).
   native_source_v4 = probe.native_source(common::IpFamily::v4);
   native_source_v6 = probe.native_source(common::IpFamily::v6);
+  // The native path's pieces first (the routed path's guard): checked and restored before
+  // the table in each turn. A tool that took both (a flush, a detach) leaves handshakes
+  // only the guard's drop until the table is back: its re-attach takes about a millisecond,
+  // the table's install some 25.
+  for (auto& piece : path->owned_pieces()) healer.add(std::move(piece));
   OwnedPiece table;
   table.piece = Piece::nft_table;
   table.present = [this]() -> std::optional<bool> {
@@ -613,7 +618,6 @@ void Daemon::Impl::setup_healing() {
     };
     healer.add(std::move(channel_routes));
   }
-  for (auto& piece : path->owned_pieces()) healer.add(std::move(piece));
 
   if (auto opened = state_watch.open(); opened) {
     state_route_fd = std::make_unique<asio::posix::stream_descriptor>(io, ::dup(state_watch.route_fd()));

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -563,6 +564,58 @@ void RoutedPath::on_table_replaced() {
     f.restoring = true;
     set_due(key, f, now);
   }
+}
+
+std::vector<kernel::FibRule> RoutedPath::lock_rules() const {
+  const kernel::RoutingSpec& r = ctx_.routing_spec;
+  std::vector<kernel::FibRule> rules;
+  if (r.quic_channel_mark == 0) return rules;
+  for (auto family : {common::IpFamily::v4, common::IpFamily::v6}) {
+    for (auto port : r.quic_ports) {
+      for (bool unreachable : {false, true}) {
+        kernel::FibRule rule;
+        rule.family = family;
+        // With the channel mark's `unreachable` (routing.cpp), before `iif lo ... main`.
+        rule.priority = r.flow_priority() + 2;
+        rule.table = r.routed_table;
+        rule.unreachable = unreachable;
+        rule.ip_proto = IPPROTO_UDP;
+        rule.dport = port;
+        rule.iif = "lo";
+        rules.push_back(rule);
+      }
+    }
+  }
+  return rules;
+}
+
+void RoutedPath::table_missing_fail_closed() {
+  if (locked_down_) return;
+  const std::vector<kernel::FibRule> rules = lock_rules();
+  if (rules.empty()) return;
+  kernel::FibRuleWriter writer;
+  if (auto opened = writer.open(); !opened) {
+    spdlog::error("fail closed: {}", opened.error().message);
+    return;
+  }
+  for (const auto& rule : rules) {
+    if (const int err = writer.add(rule); err != 0 && err != EEXIST) {
+      spdlog::error("fail closed: a QUIC rule to the channel table: {}", std::strerror(err));
+    }
+  }
+  locked_down_ = true;
+  spdlog::warn("routed path: nft table missing: this host's QUIC goes to the channel table by "
+               "port until it is back");
+}
+
+void RoutedPath::table_back() {
+  if (!locked_down_) return;
+  kernel::FibRuleWriter writer;
+  if (writer.open()) {
+    for (const auto& rule : lock_rules()) writer.remove(rule);
+  }
+  locked_down_ = false;
+  spdlog::info("routed path: nft table back, QUIC's fail-closed rules removed");
 }
 
 std::vector<OwnedPiece> RoutedPath::owned_pieces() {

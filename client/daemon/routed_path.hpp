@@ -31,6 +31,7 @@
 
 #include "client/core/classifier.hpp"
 #include "client/daemon/native_path.hpp"
+#include "client/kernel/fib_rule_writer.hpp"
 #include "client/kernel/kernel_probe.hpp"
 #include "client/kernel/lift_datagrams.hpp"
 #include "client/kernel/native_guard.hpp"
@@ -123,11 +124,18 @@ class RoutedPath final : public NativePath {
   std::vector<OwnedPiece> owned_pieces() override;
   // Without the table, DNS and TCP still meet the rules (channel or `unreachable`; channel
   // packets keep the native source and the provider drops them), and a device channel's QUIC
-  // is routed natively, unmarked, where the guard drops every long header (invariant 1): no
-  // handshake completes, and a flow kept on the channel sends its short headers natively
-  // (no name in them), until the table is back.
-  void table_missing_fail_closed() override {}
-  void table_back() override {}
+  // is routed natively, unmarked, where the guard drops every long header (invariant 1).
+  // While the table stays missing (its restores back off, or fail), the guard alone would
+  // stand between a handshake and the native path, and another tool may have taken it too
+  // (a flush and a detach together: long headers left natively for seconds in the lab). So a
+  // device channel's own QUIC is then sent to the channel table by port, then `unreachable`
+  // (lock_rules), ahead of its rule to main: fail closed whatever happens to the guard.
+  // Removed when the table is back.
+  void table_missing_fail_closed() override;
+  void table_back() override;
+  // The rules table_missing_fail_closed adds (none for a tproxy channel, whose QUIC is
+  // selected by port anyway).
+  std::vector<kernel::FibRule> lock_rules() const;
   // Its ports, DNS/TCP policy, native prefixes and table are in the routing rules.
   bool reload_needs_restart(const kernel::RoutingSpec& now,
                             const kernel::RoutingSpec& next) const override;
@@ -224,6 +232,7 @@ class RoutedPath final : public NativePath {
   std::unordered_multimap<std::uint16_t, common::FlowKey> flows_by_port_;
   RoutedPathStats stats_;
   common::Timestamp last_tick_;
+  bool locked_down_ = false;  // table_missing_fail_closed() in force
 };
 
 // The guard's key of a flow (outbound orientation: client = local).
