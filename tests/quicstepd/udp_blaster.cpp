@@ -4,8 +4,9 @@
 //
 // Sends COUNT 1200-byte datagrams (first byte 0x41: a QUIC short header) from a connected
 // socket with sendmmsg, 64 at a time (--unconnected: from an unconnected socket, each
-// datagram addressed, so that each pays a route lookup, as ngtcp2's example client's do), and prints one line: system CPU ns per datagram,
-// wall-clock ns per datagram, failed sendmmsg calls. The rest of each datagram is
+// datagram addressed, so that each pays a route lookup, as ngtcp2's example client's do),
+// and prints one line: system CPU ns per datagram, wall-clock ns per datagram, failed
+// sendmmsg calls. The rest of each datagram is
 // pseudo-random, as a protected packet's is, and its byte 21 (quicstepd's refresh sample,
 // client/kernel/nft_rules.cpp) takes each of its 256 values once in every 256 datagrams: the
 // rules' share of refreshed packets is exact, as in real traffic. System time is the
@@ -70,7 +71,8 @@ int main(int argc, char** argv) {
   if (argc < 4 || argc > 5 || !parse_number<long>(argv[2], 1, 1L << 40, &count) ||
       !parse_number<std::uint16_t>(argv[3], 1, 65535, &sport) ||
       (argc == 5 && !parse_number<std::uint16_t>(argv[4], 1, 65535, &dport))) {
-    std::fprintf(stderr, "usage: udp_blaster [--unconnected] DST_ADDR COUNT SOURCE_PORT [DEST_PORT]\n");
+    std::fprintf(stderr,
+                 "usage: udp_blaster [--unconnected] DST_ADDR COUNT SOURCE_PORT [DEST_PORT]\n");
     return 2;
   }
   in6_addr addr{};  // large enough for either family's address
