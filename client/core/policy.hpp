@@ -53,6 +53,12 @@ struct NativeSwitchPolicy {
   Duration min_delay = 1ms;
   Duration max_delay = 100ms;
   Duration unknown_rtt_delay = Duration::zero();
+  // The routed native path (a device channel): a moving flow's short headers wait for the
+  // switch in a netfilter queue (queue_outbound) instead of taking the channel until it, so
+  // that its first native packets cannot overtake its last channel ones (the client took
+  // that reordering for loss: 7 packets and a congestion window held at half, per upload
+  // connection in the lab). The queue path always holds them.
+  bool hold = true;
   // Bytes of lift datagrams sent after a moved flow's first native packet, credit for the
   // server's anti-amplification limit while it validates the new path
   // (kernel/lift_datagrams.hpp; routed path). 0: none, the default. Measured with

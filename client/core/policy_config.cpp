@@ -260,8 +260,9 @@ void load_policy(Loader& l, const toml::table& root, Policy* p) {
     NativeSwitchPolicy& n = p->native_switch;
     l.known_keys(*t, "native_switch", {"enabled", "rtt_percent", "min_delay_ms", "max_delay_ms",
                                        "unknown_rtt_delay_ms", "lift_bytes",
-                                       "lift_delay_ms"});
+                                       "lift_delay_ms", "hold"});
     l.boolean(t, "enabled", &n.enabled);
+    l.boolean(t, "hold", &n.hold);
     l.integer(t, "rtt_percent", 0, 400, &n.rtt_percent);
     l.duration<std::chrono::milliseconds>(t, "min_delay_ms", 0, 1'000, &n.min_delay);
     l.duration<std::chrono::milliseconds>(t, "max_delay_ms", 0, 1'000, &n.max_delay);

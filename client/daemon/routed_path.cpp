@@ -90,7 +90,10 @@ std::vector<common::FlowKey> RoutedPath::drain_closed_sockets() {
     auto it = flows_.find(key);
     if (it == flows_.end() || has_socket(key)) continue;  // gone already, or another socket
     ++stats_.sockets_closed;
-    if (it->second.orphan) {
+    if (!it->second.scheduled) {  // switching: the classifier may not have announced it
+      drop(key, it->second);
+      closed.push_back(key);
+    } else if (it->second.orphan) {
       drop(key, it->second);  // the classifier forgot it already
     } else {
       closed.push_back(key);
@@ -188,9 +191,12 @@ void RoutedPath::schedule(const common::FlowKey& flow, common::Timestamp due, bo
                           common::Timestamp now) {
   auto [it, fresh] = flows_.try_emplace(flow);
   Flow& f = it->second;
-  if (!fresh) return;  // rule added or due already
-  flows_by_port_.emplace(flow.client_port, flow);
+  if (f.scheduled) return;  // rule added or due already
+  if (fresh) flows_by_port_.emplace(flow.client_port, flow);
+  f.scheduled = true;
   f.watch = watch;
+  // Its held packets leave natively at the switch, before its element is added.
+  if (f.switching) watch_flow(flow, f);
   if (due <= now) {
     add_rule(flow, f);
   } else {
@@ -203,8 +209,70 @@ void RoutedPath::set_due(const common::FlowKey& key, Flow& f, common::Timestamp 
   due_.push({at, key});
 }
 
-void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
-  // The watch entry first: the guard counts from the first native packet.
+void RoutedPath::begin_switching(const common::FlowKey& flow, common::Timestamp now) {
+  if (!hold_.is_open() || !ctx_.spec.switch_hold || flows_.count(flow) != 0) return;
+  core::Classifier& classifier = *ctx_.classifier;
+  const core::FlowEntry* e = classifier.find_flow(flow);
+  if (e == nullptr || e->state != core::FlowState::handshake) return;
+  if (classifier.destinations().contains(flow.server, flow.server_port, now)) return;
+  const SetElementOp op{true, FlowSet::switching, flow, ctx_.spec.switching_timeout};
+  if (auto added = set_writer_.apply(ctx_.spec.table, std::span(&op, 1)); !added) {
+    ++stats_.switching_failures;
+    spdlog::debug("{} (its short headers take the channel until its switch)",
+                  added.error().first);
+    return;
+  }
+  Flow& f = flows_[flow];
+  flows_by_port_.emplace(flow.client_port, flow);
+  f.switching = true;
+  ++stats_.switching_added;
+}
+
+void RoutedPath::end_switching(const common::FlowKey& key, Flow& f) {
+  if (!f.switching) return;
+  f.switching = false;
+  const SetElementOp op{false, FlowSet::switching, key, {}};
+  if (auto removed = set_writer_.apply(ctx_.spec.table, std::span(&op, 1)); !removed) {
+    ++stats_.switching_failures;  // it expires (switching_timeout)
+    spdlog::debug("{}", removed.error().first);
+  }
+}
+
+net::PacketVerdict RoutedPath::decide_held(const net::QueuedPacket& p) {
+  core::Classifier& classifier = *ctx_.classifier;
+  const kernel::RulesetSpec& spec = ctx_.spec;
+  const common::Timestamp now = net::monotonic_now();
+  const core::Decision d = classifier.classify(p.payload, core::Direction::outbound, now);
+  const net::PacketVerdict channel{(p.mark & ~spec.mark_mask) | spec.mark_channel};
+  auto ip = common::parse_ip_packet(p.payload);
+  if (!ip.ok()) {
+    ++stats_.held_to_channel;
+    return channel;
+  }
+  const auto key = common::FlowKey::from_client(*ip);
+  if (d.path == core::Path::native) {
+    const core::FlowEntry* e = classifier.find_flow(key);
+    schedule(key, d.not_before, e != nullptr && e->state == core::FlowState::native_pending, now);
+    if (auto it = flows_.find(key); it != flows_.end() && it->second.lift_header_len == 0) {
+      const common::Bytes quic = ip->payload;
+      const std::size_t n = std::min(quic.size(), it->second.lift_header.size());
+      std::copy_n(quic.begin(), n, it->second.lift_header.begin());
+      it->second.lift_header_len = static_cast<std::uint8_t>(n);
+    }
+    return {std::nullopt, d.not_before};  // its own route: native
+  }
+  // Its next packets take the channel directly, decided from their copies as before the
+  // hold (this one's copy is decided once more there: a flow held by the hold policy
+  // counts it twice).
+  ++stats_.held_to_channel;
+  if (auto it = flows_.find(key); it != flows_.end()) {
+    end_switching(key, it->second);
+    if (!it->second.scheduled) drop(key, it->second);
+  }
+  return channel;
+}
+
+void RoutedPath::watch_flow(const common::FlowKey& key, Flow& f) {
   if (f.watch && !f.watching && guard_) {
     if (auto watched = guard_->watch(guard_key(key)); watched) {
       f.watching = true;
@@ -218,16 +286,27 @@ void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
                     watched.error().message);
     }
   }
-  const SetElementOp op{true, FlowSet::routed, key, {}};
-  if (auto added = set_writer_.apply(ctx_.spec.table, std::span(&op, 1)); !added) {
+}
+
+void RoutedPath::add_rule(const common::FlowKey& key, Flow& f) {
+  // The watch entry first: the guard counts from the first native packet.
+  watch_flow(key, f);
+  // Moved into routed4/6 and out of switching4/6 in one transaction: its later packets
+  // bypass the queue, after the held ones left (on_timer releases them first).
+  const SetElementOp ops[2] = {{true, FlowSet::routed, key, {}},
+                               {false, FlowSet::switching, key, {}}};
+  if (auto added = set_writer_.apply(ctx_.spec.table, std::span(ops, f.switching ? 2 : 1));
+      !added) {
     ++stats_.rule_failures;
     spdlog::warn("{} (the flow stays on the channel)", added.error().first);
+    end_switching(key, f);
     unwatch(key, f);
     f.restoring = false;
     f.due = common::Timestamp{std::numeric_limits<std::int64_t>::max()};  // not retried
     return;
   }
   f.rule = true;
+  f.switching = false;
   ++(f.restoring ? stats_.rules_restored : stats_.rules_added);
   f.restoring = false;
 }
@@ -254,6 +333,7 @@ void RoutedPath::unwatch(const common::FlowKey& key, Flow& f) {
 
 void RoutedPath::drop(const common::FlowKey& key, Flow& f) {
   unwatch(key, f);
+  end_switching(key, f);
   if (f.rule) {
     const SetElementOp op{false, FlowSet::routed, key, {}};
     if (auto removed = set_writer_.apply(ctx_.spec.table, std::span(&op, 1)); removed) {
@@ -305,6 +385,7 @@ void RoutedPath::on_event(const FlowEvent& e, common::Timestamp now) {
 void RoutedPath::on_timer(common::Timestamp now) {
   core::Classifier& classifier = *ctx_.classifier;
   last_tick_ = now;
+  if (hold_.is_open()) hold_.release_due(now);
   std::vector<common::FlowKey> gone;
   while (!due_.empty() && due_.top().at <= now) {
     const Due d = due_.top();
@@ -360,6 +441,7 @@ common::Timestamp RoutedPath::next_timer() const {
   common::Timestamp next = due_.empty() ? common::Timestamp::never() : due_.top().at;
   // While any flow is watched: every watch_poll.
   if (!watching_.empty()) next = std::min(next, last_tick_ + options_.watch_poll);
+  if (hold_.is_open()) next = std::min(next, hold_.next_release());
   return next;
 }
 
@@ -423,6 +505,17 @@ common::Outcome RoutedPath::start() {
     return common::Failure("ip rule: " + why.error().message);
   }
   if (auto why = observer_.open(ctx_.spec.log_group); !why) return why;
+  if (ctx_.spec.switch_hold && ctx_.spec.tproxy_port == 0) {
+    net::NfqueueOptions q;
+    q.queue = d.queue_outbound;
+    q.gso = false;  // segments decided one by one, as the queue path's
+    if (auto opened = hold_.open(q); !opened) {
+      ctx_.spec.switch_hold = false;
+      spdlog::warn("no hold at the switch (queue {}: {}): a moving flow's first native packets "
+                   "may overtake its last ones on the channel", d.queue_outbound,
+                   opened.error().message);
+    }
+  }
   ctx_.spec.forwarded_zone = kernel::host_forwards();
   if (auto why = ctx_.rules.install(ctx_.spec); !why) {
     return common::Failure("rules: " + why.error().message);
@@ -437,7 +530,7 @@ common::Outcome RoutedPath::start() {
 void RoutedPath::stop() { remove_guard(ctx_.config.daemon.guard_pin_dir); }
 
 std::vector<EventSource> RoutedPath::sources() {
-  return {
+  std::vector<EventSource> out = {
       {observer_.fd(),
        [this] { observer_.drain([this](const kernel::ObservedPacket& p) { observe(p); }); }},
       {sockets_.fd(),
@@ -451,6 +544,13 @@ std::vector<EventSource> RoutedPath::sources() {
          for (const auto& flow : drain_closed_sockets()) ctx_.classifier->forget(flow, now);
        }},
   };
+  if (hold_.is_open()) {
+    out.push_back({hold_.fd(), [this] {
+                     hold_.drain([this](const net::QueuedPacket& p) { return decide_held(p); },
+                                 net::monotonic_now());
+                   }});
+  }
+  return out;
 }
 
 void RoutedPath::observe(const kernel::ObservedPacket& p) {
@@ -468,10 +568,14 @@ void RoutedPath::observe(const kernel::ObservedPacket& p) {
                                                                        channel_ethernet_);
   if (!packet) return;
   const core::Decision d = classifier.classify(*packet, core::Direction::outbound_copy, now);
-  if (d.path != core::Path::native) return;
   auto ip = common::parse_ip_packet(*packet);
   if (!ip.ok()) return;
   const auto key = common::FlowKey::from_client(*ip);
+  if (d.reason == core::Reason::quic_long_header) {
+    begin_switching(key, now);
+    return;
+  }
+  if (d.path != core::Path::native) return;
   const core::FlowEntry* f = classifier.find_flow(key);
   schedule(key, d.not_before, f != nullptr && f->state == core::FlowState::native_pending, now);
   if (auto it = flows_.find(key); it != flows_.end() && it->second.lift_header_len == 0) {
@@ -558,11 +662,17 @@ void RoutedPath::on_table_replaced() {
                   synced.error().message);
   }
   const common::Timestamp now = net::monotonic_now();
+  std::vector<common::FlowKey> unscheduled;
   for (auto& [key, f] : flows_) {
+    f.switching = false;  // its element went with the table: its packets take the channel
+    if (!f.scheduled) unscheduled.push_back(key);
     if (!f.rule) continue;
     f.rule = false;
     f.restoring = true;
     set_due(key, f, now);
+  }
+  for (const auto& key : unscheduled) {
+    if (auto it = flows_.find(key); it != flows_.end()) drop(key, it->second);
   }
 }
 
@@ -664,6 +774,7 @@ void RoutedPath::add_status(StatusSnapshot& s) const {
   s.kernel["native_out"].bytes += g[NG_NATIVE_OUT].bytes;
   s.kernel["native_in"].packets += g[NG_NATIVE_IN].packets;
   s.kernel["native_in"].bytes += g[NG_NATIVE_IN].bytes;
+  if (hold_.is_open()) s.queue_out = hold_.stats();
 }
 
 void RoutedPath::add_status_json(nlohmann::json& j) const {
@@ -685,6 +796,15 @@ void RoutedPath::add_status_json(nlohmann::json& j) const {
                  {"guard_restored", r.guard_restored},
                  {"rules_restored", r.rules_restored},
                  {"lift_datagrams", r.lift_datagrams},
+                 {"switch_hold", {{"on", hold_.is_open() && ctx_.spec.switch_hold},
+                                  {"flows", std::count_if(flows_.begin(), flows_.end(),
+                                                          [](const auto& kv) {
+                                                            return kv.second.switching;
+                                                          })},
+                                  {"flows_added", r.switching_added},
+                                  {"failures", r.switching_failures},
+                                  {"held_now", hold_.deferred_now()},
+                                  {"to_channel", r.held_to_channel}}},
                  {"source_changes", r.source_changes},
                  {"source_failures", r.source_failures},
                  {"native_source", {{"v4", ctx_.routing_spec.source_v4},

@@ -39,6 +39,7 @@
 #include "client/kernel/nflog_observer.hpp"
 #include "client/kernel/udp_socket_watch.hpp"
 #include "common/flow_key.hpp"
+#include "net/nfqueue_frontend.hpp"
 
 namespace quicstep::client::daemon {
 
@@ -69,6 +70,9 @@ struct RoutedPathStats {
   std::uint64_t source_changes = 0;  // the native source address followed (per family)
   std::uint64_t lift_datagrams = 0;  // sent for moved flows (kernel/lift_datagrams.hpp)
   std::uint64_t source_failures = 0;  // a channel route the kernel refused for a new source
+  std::uint64_t switching_added = 0;     // flows whose short headers wait for their switch
+  std::uint64_t switching_failures = 0;  // switching-set changes the kernel refused
+  std::uint64_t held_to_channel = 0;     // held short headers sent on into the channel
 };
 
 class RoutedPath final : public NativePath {
@@ -86,10 +90,12 @@ class RoutedPath final : public NativePath {
   // Detaches and unpins the guard (remove_guard).
   void stop() override;
 
-  // The log group (copies of the channel's packets) and the socket watch (closed sockets).
+  // The log group (copies of the channel's packets), the socket watch (closed sockets) and,
+  // with the hold at the switch, its queue.
   std::vector<EventSource> sources() override;
-  // Due rules, the watched flows' counts (every watch_poll while the watchdog waits on any)
-  // and the forgotten flows' sockets.
+  // Held packets that are due (first: they leave before the flow's element makes its later
+  // ones bypass the queue), due rules, the watched flows' counts (every watch_poll while the
+  // watchdog waits on any) and the forgotten flows' sockets.
   common::Timestamp next_timer() const override;
   void on_timer(common::Timestamp now) override;
 
@@ -140,8 +146,9 @@ class RoutedPath final : public NativePath {
   bool reload_needs_restart(const kernel::RoutingSpec& now,
                             const kernel::RoutingSpec& next) const override;
 
-  // The guard counts the native path (native_out, native_in); "routed": rules, watches, the
-  // guard's devices and drops, the copies seen and lost.
+  // The guard counts the native path (native_out, native_in), the hold's queue is the
+  // outbound queue; "routed": rules, watches, the guard's devices and drops, the copies seen
+  // and lost, the switching flows.
   void add_status(StatusSnapshot& snapshot) const override;
   void add_status_json(nlohmann::json& status) const override;
 
@@ -163,6 +170,16 @@ class RoutedPath final : public NativePath {
   // at `due` (at once if zero or past), watched if the watchdog waits on the flow.
   void schedule(const common::FlowKey& flow, common::Timestamp due, bool watch,
                 common::Timestamp now);
+  // The hold at the switch (ctx_.spec.switch_hold, kernel/nft_rules.hpp hold_queue_chains).
+  // A flow's first long header seen on the channel: its short headers will come to the
+  // queue (switching4/6) until it moves or stays on the channel. Not for a destination
+  // known not to migrate.
+  void begin_switching(const common::FlowKey& flow, common::Timestamp now);
+  // A short header of a switching flow, queued: decided as the queue path decides. Native:
+  // the flow is scheduled and the packet waits for the switch (not_before), then leaves on
+  // its own route (native); channel: mark_channel (routed again, into the channel), and the
+  // flow leaves the switching set (its next packets take the channel directly).
+  net::PacketVerdict decide_held(const net::QueuedPacket& p);
   // Reads the closed sockets. The flows the classifier tracks that no socket can carry any
   // more are returned, for Classifier::forget() (whose `forgotten` event, on_event(), then
   // deletes the rule); flows it forgot already lose their rule here.
@@ -174,6 +191,8 @@ class RoutedPath final : public NativePath {
   common::Outcome open_guard(const RoutedPathOptions& options);
 
   struct Flow {
+    bool scheduled = false;  // moved native by the classifier (schedule())
+    bool switching = false;  // in the switching set (its short headers are queued)
     bool rule = false;      // added to the kernel
     bool watch = false;     // the watchdog reads it (native_pending)
     bool watching = false;  // in the guard's watch map
@@ -199,6 +218,10 @@ class RoutedPath final : public NativePath {
   // The flow's element or socket check is due at `at` (the heap of due_ holds it).
   void set_due(const common::FlowKey& key, Flow& f, common::Timestamp at);
   void add_rule(const common::FlowKey& key, Flow& f);
+  // The watchdog's entry in the guard (f.watch): before the flow's first native packet.
+  void watch_flow(const common::FlowKey& key, Flow& f);
+  // Deletes the flow's switching element (f.switching).
+  void end_switching(const common::FlowKey& key, Flow& f);
   void drop(const common::FlowKey& key, Flow& f);
   void unwatch(const common::FlowKey& key, Flow& f);
   // Whether a UDP socket of this namespace could carry `flow` (true if that is not known).
@@ -207,6 +230,7 @@ class RoutedPath final : public NativePath {
   NativePathContext ctx_;
   RoutedPathOptions options_;
   kernel::NflogObserver observer_;
+  net::NfqueueFrontend hold_;  // the hold at the switch (open if the spec has it)
   kernel::NftSetWriter set_writer_;  // the flows' elements (routed4/6)
   bool channel_ethernet_ = false;  // the channel device is Ethernet-framed (link_header.hpp)
   ng_channel_source channel_source_{};  // what ng_channel holds (sync_channel_source)

@@ -60,6 +60,8 @@ common::Outcome derive_specs(const Config& config, RulesetSpec* r, RoutingSpec* 
   // mark_native, for the flows it moved native.
   r->routed = routing->routed = d.native_path_routed;
   r->log_group = d.queue_outbound;
+  r->switch_hold = r->routed && p.native_switch.enabled && p.native_switch.hold &&
+                   p.watchdog.enabled;
   routing->routed_table = d.routed_table;
   routing->quic_ports = p.quic_ports;
   routing->dns_to_channel = p.dns_to_channel;

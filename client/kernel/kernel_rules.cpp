@@ -152,6 +152,12 @@ common::Outcome InstalledRules::install(const RulesetSpec& spec) {
     remove();
     return done;
   }
+  // The routed path's hold at the switch: until it lands, the switching set is empty.
+  if (auto done = append_queue_rules(netlink, table_, hold_queue_chains(spec), spec.queue_outbound);
+      !done) {
+    remove();
+    return done;
+  }
   // Stateless: ICMP errors through the channel get their quoted source back (the same way).
   if (spec.stateless) {
     if (auto done = insert_icmp_error_rules(netlink, table_, kChannelIngressChain, spec.tunnel_v4,

@@ -513,14 +513,26 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
       << " . inet_service . inet_service\n    size " << s.set_size << "\n  }\n";
   }
   const bool tproxy = s.tproxy_port != 0;
+  if (!tproxy && s.switch_hold) {
+    for (const auto& [fam, addr] : {std::pair{"4", "ipv4_addr"}, std::pair{"6", "ipv6_addr"}}) {
+      o << "  set switching" << fam << " {\n    type " << addr
+        << " . inet_service . inet_service\n    flags timeout\n    timeout "
+        << s.switching_timeout.count() << "s\n    size " << s.set_size << "\n  }\n";
+    }
+  }
   if (!tproxy) {
     // A moved flow's packets leave after one rule (no jump); quic_route checks them again.
     const std::string quic = "    udp dport " + port_set(s.quic_ports);
     o << "  chain routed_out {\n    type route hook output priority " << kRoutedOutPriority
       << "; policy accept;\n"
       << quic << " ip daddr . udp sport . udp dport @routed4 return\n"
-      << quic << " ip6 daddr . udp sport . udp dport @routed6 return\n"
-      << quic << " goto quic_route\n"
+      << quic << " ip6 daddr . udp sport . udp dport @routed6 return\n";
+    if (s.switch_hold) {
+      // A switching flow's short headers (the header form bit clear) wait in the queue.
+      o << quic << " ip daddr . udp sport . udp dport @switching4 @th,64,1 0 goto hold_queue\n"
+        << quic << " ip6 daddr . udp sport . udp dport @switching6 @th,64,1 0 goto hold_queue\n";
+    }
+    o << quic << " goto quic_route\n"
       // A QUIC datagram built for its native route and re-routed into the channel, longer
       // than the channel's MTU (an application's path-MTU probe before its flow moved), is
       // refused with "fragmentation needed", which the kernel sends to itself: delivered,
@@ -533,6 +545,7 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
       << "@th,240,16 " << port_set(s.quic_ports) << " drop\n"
       << "    meta oif lo icmpv6 type packet-too-big @th,112,8 17 @th,400,16 "
       << port_set(s.quic_ports) << " drop\n  }\n";
+    if (s.switch_hold) o << "  chain hold_queue {\n  }\n";  // its queue rule: netlink
     // Forwarded packets meet the routing rules' QUIC ports (fail closed without this
     // table): a forwarded moved flow's get mark_native, as a tproxy channel's. Only on a
     // forwarding host: the chain costs every packet the host receives a set lookup (~3% of
@@ -719,6 +732,11 @@ std::string iptables_install_text(const RulesetSpec& s) {
   return o.str();
 }
 
+std::vector<std::string> hold_queue_chains(const RulesetSpec& s) {
+  if (!s.routed || !s.switch_hold || s.tproxy_port != 0) return {};
+  return {"hold_queue"};
+}
+
 std::vector<std::string> inbound_queue_chains(const RulesetSpec& s) {
   // Inbound there is no re-route to wait for: the queue sits at the end of the chains that
   // pick the packets (an iptables raw PREROUTING rule cost every inbound packet a base
@@ -756,6 +774,7 @@ std::string_view to_string(FlowSet s) {
     case FlowSet::watch: return "watch";
     case FlowSet::watch_port: return "watch_port";
     case FlowSet::routed: return "routed";
+    case FlowSet::switching: return "switching";
   }
   return "?";
 }
@@ -770,6 +789,10 @@ std::string add_element_text(std::string_view table, FlowSet set, const common::
     return "add element inet " + std::string(table) + " " + set_name(set, flow) + " { " +
            routed_element(flow) + " }\n";
   }
+  if (set == FlowSet::switching) {
+    return "add element inet " + std::string(table) + " " + set_name(set, flow) + " { " +
+           routed_element(flow) + " timeout " + std::to_string(timeout.count()) + "s }\n";
+  }
   return "add element inet " + std::string(table) + " " + set_name(set, flow) + " { " +
          element(flow) + " timeout " + std::to_string(timeout.count()) + "s }\n";
 }
@@ -777,7 +800,8 @@ std::string add_element_text(std::string_view table, FlowSet set, const common::
 std::string delete_element_text(std::string_view table, FlowSet set,
                                 const common::FlowKey& flow) {
   const std::string e = set == FlowSet::watch_port ? std::to_string(flow.client_port)
-                        : set == FlowSet::routed   ? routed_element(flow)
+                        : set == FlowSet::routed || set == FlowSet::switching
+                            ? routed_element(flow)
                                                    : element(flow);
   return "delete element inet " + std::string(table) + " " + set_name(set, flow) + " { " + e +
          " }\n";
@@ -804,7 +828,7 @@ std::vector<std::uint8_t> set_element_key(const common::FlowKey& flow) {
 }
 
 std::vector<std::uint8_t> set_element_key(FlowSet set, const common::FlowKey& flow) {
-  if (set == FlowSet::routed) {
+  if (set == FlowSet::routed || set == FlowSet::switching) {
     std::vector<std::uint8_t> key;
     key.reserve(24);
     const auto server = flow.server.octets();

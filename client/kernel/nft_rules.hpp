@@ -112,6 +112,9 @@ struct RulesetSpec {
   std::uint16_t tproxy_port = 0;         // routed: the channel is a local transparent proxy
                                          // at 127.0.0.1 / ::1 (channel_kind tproxy; the
                                          // channel interface is `lo`); 0: a device
+  bool switch_hold = false;              // routed, a device channel: a switching flow's short
+                                         // headers wait in queue_outbound (hold_queue_chains)
+  std::chrono::seconds switching_timeout{30};  // a switching-set element lives this long
   bool forwarded_zone = false;           // routed, a device channel: the channel's packets
                                          // in conntrack zone ct_zone (a forwarding host,
                                          // whose source NAT must meet a moved flow's)
@@ -157,6 +160,18 @@ inline constexpr const char* kLogPrefixIn = "qs-in";
 // reads its mark before conntrack.
 inline constexpr int kRoutedOutPriority = -301;
 
+// The routed path's hold at the switch (spec.switch_hold, a device channel): the chain whose
+// packets go to the outbound queue (queue_outbound), "hold_queue", reached from routed_out
+// by a short header of a flow in switching4/6 (server . client port . server port, as
+// routed4/6; elements with a timeout, switching_timeout). The daemon adds a flow there when
+// it sees its first long header on the channel, decides its short headers in the queue
+// (native ones wait there until the native switch's wait is over, then leave natively, in
+// order, on the route the socket gave them; channel ones get mark_channel and are routed
+// again, into the channel) and deletes the element when the flow moved into routed4/6 or
+// stays on the channel. Bypass: with no daemon listening they leave natively (short
+// headers; the guard drops any long header). Empty unless routed with switch_hold.
+std::vector<std::string> hold_queue_chains(const RulesetSpec& spec);
+
 // The chains whose packets go to the inbound queue (queue_inbound): each ends with an xt
 // NFQUEUE rule that the daemon appends over netlink after `nft -f` (nft_queue_rules.hpp).
 std::vector<std::string> inbound_queue_chains(const RulesetSpec& spec);
@@ -190,7 +205,7 @@ std::string iptables_remove_legacy_text();
 // mark_channel (the routing rules route QUIC natively and that mark to the channel), and a
 // tproxy channel's packets *in* them mark_native (its rules send QUIC to lo by port):
 // `add element inet quicstep routed4 { 198.18.10.10 . 40000 . 443 }`.
-enum class FlowSet : std::uint8_t { native, channel, watch, watch_port, routed };
+enum class FlowSet : std::uint8_t { native, channel, watch, watch_port, routed, switching };
 std::string_view to_string(FlowSet s);
 std::string add_element_text(std::string_view table, FlowSet set, const common::FlowKey& flow,
                              std::chrono::seconds timeout);

@@ -511,6 +511,34 @@ TEST(NftRulesRouted, TheDeviceTableCopiesQuicAndTheFlowsNotMovedAreMarkedForTheC
       "\n    meta oif lo icmp type destination-unreachable icmp code frag-needed @th,136,8 17 "
       "@th,240,16 { 443, 8443 } drop\n    meta oif lo icmpv6 type packet-too-big @th,112,8 17 "
       "@th,400,16 { 443, 8443 } drop")) << out_chain;
+  // The hold at the switch: a switching flow's short headers go to the outbound queue's
+  // chain, after the moved flows and before the channel's mark.
+  EXPECT_FALSE(has(t, "switching4")) << t;
+  EXPECT_TRUE(hold_queue_chains(s).empty());
+  s.switch_hold = true;
+  const std::string held = ruleset_text(s);
+  s.switch_hold = false;
+  EXPECT_TRUE(has(held, "set switching4 {\n    type ipv4_addr . inet_service . inet_service\n"
+                        "    flags timeout\n    timeout 30s\n")) << held;
+  EXPECT_TRUE(has(held, "set switching6 {\n    type ipv6_addr")) << held;
+  const std::string held_out = chain(held, "routed_out");
+  const auto moved = held_out.find("@routed6 return");
+  const auto hold4 = held_out.find(
+      "udp dport { 443, 8443 } ip daddr . udp sport . udp dport @switching4 @th,64,1 0 goto "
+      "hold_queue\n");
+  const auto hold6 = held_out.find("@switching6 @th,64,1 0 goto hold_queue\n");
+  const auto to_channel = held_out.find("goto quic_route");
+  ASSERT_NE(hold4, std::string::npos) << held_out;
+  ASSERT_NE(hold6, std::string::npos) << held_out;
+  EXPECT_LT(moved, hold4);
+  EXPECT_LT(hold6, to_channel);
+  EXPECT_TRUE(has(held, "  chain hold_queue {\n  }\n")) << held;  // its rule: netlink
+  s.switch_hold = true;
+  EXPECT_EQ(hold_queue_chains(s), std::vector<std::string>{"hold_queue"});
+  s.tproxy_port = 12345;  // a tproxy channel has no hold (its QUIC is routed by port)
+  EXPECT_TRUE(hold_queue_chains(s).empty());
+  s.tproxy_port = 0;
+  s.switch_hold = false;
   // Forwarded QUIC meets the routing rules' ports: on a forwarding host a moved flow's
   // packets are marked native at prerouting; elsewhere no chain costs received packets.
   EXPECT_FALSE(has(t, "routed_forward")) << t;

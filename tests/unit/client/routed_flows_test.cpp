@@ -8,7 +8,10 @@
 // unmarked, from connected and unconnected sockets alike; deleted, it takes the channel
 // again; another flow to the same server never left the channel. A replaced table starts
 // empty; without the table QUIC takes the main table (the guard's to judge). A datagram too
-// long for the channel is refused without leaving the channel's MTU on the native route.
+// long for the channel is refused without leaving the channel's MTU on the native route. The
+// hold at the switch: a switching flow's short headers wait in the queue and leave where
+// the verdict sends them, in order; its long headers never wait; with no listener they leave
+// natively.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -22,10 +25,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/kernel/nft_netlink.hpp"
+#include "client/kernel/nft_queue_rules.hpp"
 #include "client/kernel/nft_rules.hpp"
 #include "client/kernel/nft_set_writer.hpp"
 #include "client/kernel/routing.hpp"
 #include "common/flow_key.hpp"
+#include "net/clock.hpp"
+#include "net/nfqueue_frontend.hpp"
 #include "net/process.hpp"
 #include "unit/client/private_netns.hpp"
 
@@ -40,7 +47,7 @@ std::string run(const std::vector<std::string>& cmd, const std::string& input = 
 // One datagram from local port `sport` to server:443, by an unconnected socket (sendto) or a
 // connected one (connect, send), with SO_MARK `mark` unless 0. Returns "" or the failing call.
 std::string send_from(std::uint16_t sport, const char* server, bool connected,
-                      std::uint32_t mark) {
+                      std::uint32_t mark, std::uint8_t first_octet = 0x40) {
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   if (fd < 0) return "socket";
   if (mark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) != 0) {
@@ -55,7 +62,8 @@ std::string send_from(std::uint16_t sport, const char* server, bool connected,
   to.sin_port = htons(443);
   inet_pton(AF_INET, server, &to.sin_addr);
   std::string why;
-  const char payload[64] = {0x40};  // a short header's first octet
+  char payload[64] = {0x40};  // a short header's first octet
+  payload[0] = static_cast<char>(first_octet);
   if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
     why = std::string("bind: ") + std::strerror(errno);
   } else if (connected) {
@@ -284,6 +292,108 @@ TEST(RoutedFlows, ADatagramTooLongForTheChannelLeavesTheNativeRouteAlone) {
             "");
 }
 
+TEST(RoutedFlows, ASwitchingFlowsShortHeadersWaitInTheQueueForTheSwitch) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
+  EXPECT_EQ(in_private_netns([]() -> std::string {
+              for (const auto& cmd : std::vector<std::vector<std::string>>{
+                       {"ip", "link", "set", "lo", "up"},
+                       {"ip", "link", "add", "qsn0", "type", "veth", "peer", "name", "qsn1"},
+                       {"ip", "link", "add", "qsc0", "type", "veth", "peer", "name", "qsc1"},
+                       {"sysctl", "-qw", "net.ipv6.conf.qsn0.disable_ipv6=1"},
+                       {"sysctl", "-qw", "net.ipv6.conf.qsc0.disable_ipv6=1"},
+                       {"ip", "link", "set", "qsn0", "arp", "off"},
+                       {"ip", "link", "set", "qsc0", "arp", "off"},
+                       {"ip", "link", "set", "qsn1", "up"},
+                       {"ip", "link", "set", "qsc1", "up"},
+                       {"ip", "addr", "add", "198.18.70.2/24", "dev", "qsn0"},
+                       {"ip", "addr", "add", "10.70.0.2/32", "dev", "qsc0"},
+                       {"ip", "link", "set", "qsn0", "up"},
+                       {"ip", "link", "set", "qsc0", "up"},
+                       {"ip", "route", "add", "default", "via", "198.18.70.1", "dev", "qsn0"}}) {
+                if (auto e = run(cmd); !e.empty()) return e;
+              }
+              RulesetSpec spec = routed_spec(false);
+              spec.switch_hold = true;
+              if (auto e = install_routed(spec); !e.empty()) return e;
+              NftNetlink netlink;
+              if (auto q = append_queue_rules(netlink, spec.table, hold_queue_chains(spec),
+                                              spec.queue_outbound);
+                  !q) {
+                return q.error().message;
+              }
+              NftSetWriter writer;
+              if (auto opened = writer.open(); !opened) return opened.error().message;
+              const char* server = "198.18.71.10";
+              const SetElementOp add{true, FlowSet::switching,
+                                     flow("198.18.70.2", 40010, server), std::chrono::seconds(30)};
+              if (auto done = writer.apply(spec.table, std::span(&add, 1)); !done) {
+                return "add: " + done.error().first;
+              }
+              long n = tx_packets("qsn0"), c = tx_packets("qsc0");
+              // What left since the last look: "native +N, channel +M".
+              auto left = [&]() {
+                const long n1 = tx_packets("qsn0"), c1 = tx_packets("qsc0");
+                const std::string out = "native +" + std::to_string(n1 - n) + ", channel +" +
+                                        std::to_string(c1 - c);
+                n = n1;
+                c = c1;
+                return out;
+              };
+              // No listener: bypass, natively (short headers only: the guard's judgement).
+              if (auto e = send_from(40010, server, false, 0); !e.empty()) return e;
+              if (auto got = left(); got != "native +1, channel +0") return "bypass: " + got;
+              net::NfqueueFrontend queue;
+              net::NfqueueOptions o;
+              o.queue = spec.queue_outbound;
+              if (auto opened = queue.open(o); !opened) return opened.error().message;
+              // A long header of the flow never waits: the channel.
+              if (auto e = send_from(40010, server, false, 0, 0xc0); !e.empty()) return e;
+              if (auto got = left(); got != "native +0, channel +1") return "long: " + got;
+              // Three short headers wait until `due` (the native switch's end), then leave
+              // natively, on the route their socket gave them.
+              for (int i = 0; i < 3; ++i) {
+                if (auto e = send_from(40010, server, false, 0); !e.empty()) return e;
+              }
+              if (auto got = left(); got != "native +0, channel +0") return "queued: " + got;
+              const common::Timestamp now = net::monotonic_now();
+              const common::Timestamp due = now + std::chrono::milliseconds(20);
+              int seen = 0;
+              queue.drain(
+                  [&](const net::QueuedPacket&) -> net::PacketVerdict {
+                    ++seen;
+                    return {std::nullopt, due};
+                  },
+                  now);
+              if (seen != 3) return "decided " + std::to_string(seen) + " of 3";
+              if (auto got = left(); got != "native +0, channel +0") return "before due: " + got;
+              queue.release_due(due);
+              if (auto got = left(); got != "native +3, channel +0") return "at due: " + got;
+              // A short header decided for the channel (a destination that does not migrate)
+              // is routed again by its mark, into the channel.
+              if (auto e = send_from(40010, server, false, 0); !e.empty()) return e;
+              queue.drain(
+                  [&](const net::QueuedPacket& p) -> net::PacketVerdict {
+                    return {(p.mark & ~spec.mark_mask) | spec.mark_channel};
+                  },
+                  net::monotonic_now());
+              if (auto got = left(); got != "native +0, channel +1") return "channel: " + got;
+              // The flow moved: out of switching, into routed: natively, past the queue.
+              const SetElementOp move[2] = {
+                  {true, FlowSet::routed, flow("198.18.70.2", 40010, server), {}},
+                  {false, FlowSet::switching, flow("198.18.70.2", 40010, server), {}}};
+              if (auto done = writer.apply(spec.table, std::span(move, 2)); !done) {
+                return "move: " + done.error().first;
+              }
+              if (auto e = send_from(40010, server, true, 0); !e.empty()) return e;
+              if (auto got = left(); got != "native +1, channel +0") return "moved: " + got;
+              // Another flow, never switching, takes the channel.
+              if (auto e = send_from(40011, server, true, 0); !e.empty()) return e;
+              if (auto got = left(); got != "native +0, channel +1") return "other: " + got;
+              return "";
+            }),
+            "");
+}
+
 TEST(RoutedFlows, ElementTextAndKey) {
   const common::FlowKey v4 = flow("198.18.1.2", 40000, "198.18.10.10");
   EXPECT_EQ(set_name(FlowSet::routed, v4), "routed4");
@@ -298,6 +408,9 @@ TEST(RoutedFlows, ElementTextAndKey) {
   v6.server = address("2001:db8:10::10");
   EXPECT_EQ(set_name(FlowSet::routed, v6), "routed6");
   EXPECT_EQ(set_element_key(FlowSet::routed, v6).size(), 24u);
+  EXPECT_EQ(add_element_text("quicstep", FlowSet::switching, v4, std::chrono::seconds(30)),
+            "add element inet quicstep switching4 { 198.18.10.10 . 40000 . 443 timeout 30s }\n");
+  EXPECT_EQ(set_element_key(FlowSet::switching, v4), want);
 }
 
 }  // namespace
