@@ -159,7 +159,9 @@ class Bench:
         for size in self.args.sizes:
             htdocs, key, cert = h.make_site(self.work, size)
         qlog = [f"--qlog-dir={self.args.server_qlog}"] if self.args.server_qlog else []
-        self.procs.start(srv["netns"], ["gtlsserver", "--quiet", *qlog, f"--htdocs={htdocs}",
+        if self.args.server_qlog:
+            os.makedirs(self.args.server_qlog, exist_ok=True)  # gtlsserver will not make it
+        self.server = self.procs.start(srv["netns"], ["gtlsserver", "--quiet", *qlog, f"--htdocs={htdocs}",
                                         "*", "443", key, cert],
                          os.path.join(self.work, "server.log"))
         self.htdocs = htdocs
@@ -263,10 +265,16 @@ class Bench:
         p.returncode = os.waitstatus_to_exitcode(status)
         err = p.stderr.read().decode(errors="replace")
         p.stderr.close()
+        got = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
         subprocess.run(["rm", "-rf", out_dir])
         if p.returncode != 0:
             raise RuntimeError(f"{direction} of {size} MB failed (gtlsclient exit "
                                f"{p.returncode}): {err[-500:]}")
+        # gtlsclient exits 0 when its handshake times out: a rate needs the bytes.
+        if self.server.poll() is not None:
+            raise RuntimeError(f"gtlsserver exited ({self.server.returncode}); see server.log")
+        if direction == "download" and got != size * 1000 * 1000:
+            raise RuntimeError(f"download of {size} MB brought {got} bytes")
         return took, usage.ru_utime + usage.ru_stime, usage.ru_stime
 
     def run(self):
