@@ -53,12 +53,16 @@ struct NativeSwitchPolicy {
   Duration min_delay = 1ms;
   Duration max_delay = 100ms;
   Duration unknown_rtt_delay = Duration::zero();
-  // The routed native path (a device channel): a moving flow's short headers wait for the
-  // switch in a netfilter queue (queue_outbound) instead of taking the channel until it, so
-  // that its first native packets cannot overtake its last channel ones (the client took
-  // that reordering for loss: 7 packets and a congestion window held at half, per upload
-  // connection in the lab). The queue path always holds them.
-  bool hold = true;
+  // The routed native path (a device channel): a flow's short headers wait for its switch
+  // in a netfilter queue (queue_outbound), from its first, as the queue path holds them,
+  // instead of taking the channel until it: the server then sees the flow's 1-RTT packets
+  // from the native address from the first on, and never migrates it mid-transfer. Side by
+  // side (client/results/2026-12-06-switch-hold.md): a connection's fixed cost on the lab's
+  // fast path, upload 35-51 ms against 140-160 without; over london-ohio, download 663
+  // against 736 ms, upload 679 against 637 (the wait, ~RTT/2). It holds the request too:
+  // the first byte comes later (as on the queue path). Off: page loads stay as the report
+  // measured them until they are measured with it.
+  bool hold = false;
   // Bytes of lift datagrams sent after a moved flow's first native packet, credit for the
   // server's anti-amplification limit while it validates the new path
   // (kernel/lift_datagrams.hpp; routed path). 0: none, the default. Measured with

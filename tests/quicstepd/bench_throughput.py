@@ -63,9 +63,9 @@ QSD_MODES = {
     "quicstepd-routed": ("stateless", "routed", ""),
     # ... with the native switch off: a moved flow's rule goes in at its first short header.
     "quicstepd-routed-noswitch": ("stateless", "routed", "[native_switch]\nenabled = false\n"),
-    # ... without the hold at the switch: a moving flow's short headers take the channel until
-    # its switch (the default before 2026-12-06's seventh session).
-    "quicstepd-routed-nohold": ("stateless", "routed", "[native_switch]\nhold = false\n"),
+    # ... with the hold at the switch: a flow's short headers wait in a queue from the first
+    # until its switch, as on the queue path.
+    "quicstepd-routed-hold": ("stateless", "routed", "[native_switch]\nhold = true\n"),
 }
 
 # Decomposition (--modes paper+ipt,...): the paper's rules plus ONE kernel feature that
@@ -373,7 +373,7 @@ def main():
                          "(it waits a whole RTT), quicstepd-hold3 (queue path + a 3-packet hold), "
                          "quicstepd-hold5ms, quicstepd-gso-kernel (queue path + native_gso = "
                          "kernel), quicstepd-routed (native_path = routed written out), "
-                         "quicstepd-routed-noswitch, quicstepd-routed-nohold (routed, no hold "
+                         "quicstepd-routed-noswitch, quicstepd-routed-hold (routed, the hold "
                          "at the switch), tun (quicstep-tun, the TUN engine), "
                          "tun-nooffload (quicstep-tun --no-offload), "
                          "quicstepd=BINARY (another build, default "

@@ -878,17 +878,22 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
 
     def test_11_native_switch_waits_for_the_finished(self):
         """An upload's first native short header leaves at least min_delay (1 ms) after the
-        flow's last long header (the Finished) left on the channel, not right behind it; and
-        none of its short headers takes the channel (they wait in the queue for the switch,
-        on the routed path too: without the hold its first flight went through the channel
-        and the first native packets overtook it)."""
+        flow's last long header (the Finished) left on the channel, not right behind it; none
+        of its short headers takes the channel (on the routed path with `[native_switch] hold`:
+        they wait in the queue for the switch; without it the first flight went through the
+        channel, 11 datagrams), and at the server nothing the flow sent through the channel
+        arrives after its first native packet."""
         c = self.lab["client"]
         nat_if, ch_if = c["native"]["interface"], c["channel"]["interface"]
         native = os.path.join(self.work, "switch-native.pcap")
         channel = os.path.join(self.work, "switch-channel.pcap")
+        at_server = os.path.join(self.work, "switch-server.pcap")
         cn = h.start_capture(self.procs, self.client_ns, nat_if, native)
         cc = h.start_capture(self.procs, self.client_ns, ch_if, channel)
-        d = self.start_daemon()
+        cs = h.start_capture(self.procs, self.srv_ns, "to-inet", at_server)
+        d = self.start_daemon(h.write_config(os.path.join(self.work, "hold.toml"),
+                                             self.channel_if,
+                                             extra="[native_switch]\nhold = true\n"))
         data = os.path.join(self.work, "up.bin")
         with open(data, "wb") as f:
             f.write(os.urandom(2_000_000))
@@ -899,14 +904,23 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual(res.returncode, 0, res.stderr[-2000:])
         st = self.status()
         human = h.ctl(self.client_ns, self.sock, "status").stdout
-        self.stop_captures(cn, cc)
+        self.stop_captures(cn, cc, cs)
         self.assertEqual(self.procs.stop(d, timeout=15), 0)
         npk, cpk = self.read_captures(native, channel)
+        self.assert_complete(at_server)
+        spk = h.inspect(at_server)
         to_srv = lambda p: p.get("dst") == self.srv_v4 and p.get("dport") == 443  # noqa: E731
         first_native = next(p for p in npk if to_srv(p) and p.get("quic"))
         port = first_native["sport"]
         longs = [p for p in cpk if to_srv(p) and p.get("sport") == port and
                  any(q.get("form") == "long" for q in p.get("quic", []))]
+        # At the server: the flow's datagrams from the provider (the channel) that arrive
+        # after its first one from the client's own address.
+        provider = self.lab["provider"]["v4"]
+        arrived = [p for p in spk if to_srv(p) and p.get("quic")]
+        first_native_in = next(p["time"] for p in arrived if p.get("src") == first_native["src"])
+        late = [p for p in arrived if p.get("src") == provider and p["time"] > first_native_in]
+        on_channel = sum(1 for p in arrived if p.get("src") == provider)
         # Datagrams that begin with a short header (the Finished's may carry one coalesced).
         shorts_on_channel = [p for p in cpk if to_srv(p) and p.get("sport") == port and
                              p.get("quic") and p["quic"][0].get("form") == "short"]
@@ -916,11 +930,14 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         gap_ms = (first_native["time"] - before[-1]["time"]) * 1000
         sw = st["native_switch"]
         print(f"\n[switch] first native short header {gap_ms:.2f} ms after the flow's last long "
-              f"header on the channel; {sw}; queue {st['queues']['outbound']}")
+              f"header on the channel; {sw}; queue {st['queues']['outbound']}; at the server "
+              f"{len(late)} of {on_channel} channel datagrams after the first native one; "
+              f"hold {st.get('routed', {}).get('switch_hold')}")
         self.assertGreaterEqual(sw["rtt_samples"], 1)
         self.assertGreaterEqual(sw["switch_waits"], 1)
         self.assertEqual(len(shorts_on_channel), 0,
                          "short headers of the upload took the channel before its switch")
+        self.assertEqual(len(late), 0, "the first native packets overtook channel ones")
         self.assertGreaterEqual(st["queues"]["outbound"]["deferred"], 1)
         if ROUTED:
             self.assertGreaterEqual(st["routed"]["switch_hold"]["flows_added"], 1)

@@ -107,6 +107,14 @@ TEST(PolicyConfig, NativeSwitchIsOnByDefaultAndBounded) {
   EXPECT_FALSE(parse_config("[native_switch]\ndelay = 5\n", "q.toml").ok());
 }
 
+TEST(PolicyConfig, TheHoldAtTheSwitchIsOffByDefault) {
+  EXPECT_FALSE(parse_config("", "q.toml").config.policy.native_switch.hold);
+  const ConfigLoad on = parse_config("[native_switch]\nhold = true\n", "q.toml");
+  ASSERT_TRUE(on.ok()) << on.errors[0].to_string();
+  EXPECT_TRUE(on.config.policy.native_switch.hold);
+  EXPECT_FALSE(parse_config("[native_switch]\nhold = 1\n", "q.toml").ok());
+}
+
 TEST(PolicyConfig, LiftDatagramsAreOffByDefaultAndBounded) {
   const NativeSwitchPolicy off = parse_config("", "q.toml").config.policy.native_switch;
   EXPECT_EQ(off.lift_bytes, 0u);
