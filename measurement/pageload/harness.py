@@ -27,6 +27,9 @@ DEFAULT_VARIANTS = [(m, m, "") for m in MODES]
 # quicstepd holding a flow's short headers on the channel for 100 ms after the first one
 # (about one RTT of london-ohio): the server has the client's Finished before the move.
 HOLD_VARIANT = ("QUICstep hold 100ms", "QUICstep", "[hold]\ntime_ms = 100\n")
+# The routed path's hold at the switch ([native_switch] hold): a flow's short headers wait
+# in a queue from the first until its switch, then leave natively (the request included).
+SWITCH_HOLD_VARIANT = ("QUICstep switch hold", "QUICstep", "[native_switch]\nhold = true\n")
 # quicstepd's two native paths side by side (the default "auto" takes the routed one in the
 # lab): the queue path written out.
 QUEUE_PATH_VARIANT = ("QUICstep queue path", "QUICstep", 'native_path = "queue"\n')

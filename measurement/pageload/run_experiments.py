@@ -9,6 +9,8 @@
            the default (server near the provider), 5 Mbit/s (paper Table 3, Figure 9)
   hold     london-ohio at 5 Mbit/s with a fourth mode, quicstepd holding short headers on the
            channel for 100 ms (the move after the server completed the handshake)
+  switchhold london-ohio at 5 Mbit/s, 10 KB, 100 KB, 1 MB: native, full VPN, QUICstep and
+           QUICstep with the routed path's hold at the switch ([native_switch] hold = true)
   paths    london-ohio at 5 Mbit/s: native, quicstepd with its default (routed) native path
            and with the queue path (no full VPN: the other batches have it)
   tun      london-ohio at 5 Mbit/s: native, quicstepd (default) and the TUN engine
@@ -82,6 +84,10 @@ def plan(args):
         out.append(("paths", args.table5_profile, 5, sizes + ["many"], args.rounds,
                     [v for v in harness.DEFAULT_VARIANTS if v[0] != "full VPN"]
                     + [harness.QUEUE_PATH_VARIANT]))
+    if "switchhold" in args.experiments:
+        from measurement.pageload import harness
+        out.append(("switchhold", args.table5_profile, 5, sizes[:3], args.rounds,
+                    harness.DEFAULT_VARIANTS + [harness.SWITCH_HOLD_VARIANT]))
     if "tun" in args.experiments:
         from measurement.pageload import harness
         out.append(("tun", args.table5_profile, 5, ["100KB", "1MB"], args.rounds,
@@ -125,7 +131,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--experiments", nargs="+",
                     default=["table5", "table2", "table3", "hold", "paths"],
-                    choices=["table5", "table2", "table3", "hold", "paths", "tun", "bound", "think",
+                    choices=["table5", "table2", "table3", "hold", "paths", "switchhold", "tun",
+                             "bound", "think",
                              "proxy", "corpus"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
     ap.add_argument("--think-ms", type=int, nargs="+", default=list(THINK_MS),
