@@ -251,14 +251,7 @@ net::PacketVerdict RoutedPath::decide_held(const net::QueuedPacket& p) {
   }
   const auto key = common::FlowKey::from_client(*ip);
   if (d.path == core::Path::native) {
-    const core::FlowEntry* e = classifier.find_flow(key);
-    schedule(key, d.not_before, e != nullptr && e->state == core::FlowState::native_pending, now);
-    if (auto it = flows_.find(key); it != flows_.end() && it->second.lift_header_len == 0) {
-      const common::Bytes quic = ip->payload;
-      const std::size_t n = std::min(quic.size(), it->second.lift_header.size());
-      std::copy_n(quic.begin(), n, it->second.lift_header.begin());
-      it->second.lift_header_len = static_cast<std::uint8_t>(n);
-    }
+    moved_native(key, ip->payload, d.not_before, now);
     return {std::nullopt, d.not_before};  // its own route: native
   }
   // Its next packets take the channel directly, decided from their copies as before the
@@ -576,10 +569,14 @@ void RoutedPath::observe(const kernel::ObservedPacket& p) {
     return;
   }
   if (d.path != core::Path::native) return;
-  const core::FlowEntry* f = classifier.find_flow(key);
-  schedule(key, d.not_before, f != nullptr && f->state == core::FlowState::native_pending, now);
+  moved_native(key, ip->payload, d.not_before, now);
+}
+
+void RoutedPath::moved_native(const common::FlowKey& key, common::Bytes quic,
+                              common::Timestamp due, common::Timestamp now) {
+  const core::FlowEntry* f = ctx_.classifier->find_flow(key);
+  schedule(key, due, f != nullptr && f->state == core::FlowState::native_pending, now);
   if (auto it = flows_.find(key); it != flows_.end() && it->second.lift_header_len == 0) {
-    const common::Bytes quic = ip->payload;
     const std::size_t n = std::min(quic.size(), it->second.lift_header.size());
     std::copy_n(quic.begin(), n, it->second.lift_header.begin());
     it->second.lift_header_len = static_cast<std::uint8_t>(n);

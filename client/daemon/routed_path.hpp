@@ -170,6 +170,10 @@ class RoutedPath final : public NativePath {
   // at `due` (at once if zero or past), watched if the watchdog waits on the flow.
   void schedule(const common::FlowKey& flow, common::Timestamp due, bool watch,
                 common::Timestamp now);
+  // A packet of `key` (its UDP payload: `quic`) was decided native: the flow is scheduled
+  // (watched while native_pending), and its first short header kept for lift datagrams.
+  void moved_native(const common::FlowKey& key, common::Bytes quic, common::Timestamp due,
+                    common::Timestamp now);
   // The hold at the switch (ctx_.spec.switch_hold, kernel/nft_rules.hpp hold_queue_chains).
   // A flow's first long header seen on the channel: its short headers will come to the
   // queue (switching4/6) until it moves or stays on the channel. Not for a destination

@@ -126,27 +126,34 @@ std::string install_routed(const RulesetSpec& spec) {
   return run({"nft", "-f", "-"}, ruleset_text(spec));
 }
 
+// A native device qsn0 (198.18.70.2, the default route) and a channel device qsc0
+// (10.70.0.2), veths whose transmit counters count only the test's datagrams (no ARP, no
+// IPv6's own packets). "" or what failed.
+std::string counted_devices() {
+  for (const auto& cmd : std::vector<std::vector<std::string>>{
+           {"ip", "link", "set", "lo", "up"},
+           {"ip", "link", "add", "qsn0", "type", "veth", "peer", "name", "qsn1"},
+           {"ip", "link", "add", "qsc0", "type", "veth", "peer", "name", "qsc1"},
+           {"sysctl", "-qw", "net.ipv6.conf.qsn0.disable_ipv6=1"},
+           {"sysctl", "-qw", "net.ipv6.conf.qsc0.disable_ipv6=1"},
+           {"ip", "link", "set", "qsn0", "arp", "off"},
+           {"ip", "link", "set", "qsc0", "arp", "off"},
+           {"ip", "link", "set", "qsn1", "up"},
+           {"ip", "link", "set", "qsc1", "up"},
+           {"ip", "addr", "add", "198.18.70.2/24", "dev", "qsn0"},
+           {"ip", "addr", "add", "10.70.0.2/32", "dev", "qsc0"},
+           {"ip", "link", "set", "qsn0", "up"},
+           {"ip", "link", "set", "qsc0", "up"},
+           {"ip", "route", "add", "default", "via", "198.18.70.1", "dev", "qsn0"}}) {
+    if (auto e = run(cmd); !e.empty()) return e;
+  }
+  return "";
+}
+
 TEST(RoutedFlows, TheFlowsNotInTheSetsAreMarkedForTheChannel) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([]() -> std::string {
-              for (const auto& cmd : std::vector<std::vector<std::string>>{
-                       {"ip", "link", "set", "lo", "up"},
-                       {"ip", "link", "add", "qsn0", "type", "veth", "peer", "name", "qsn1"},
-                       {"ip", "link", "add", "qsc0", "type", "veth", "peer", "name", "qsc1"},
-                       // Only the test's datagrams counted: no ARP, no IPv6's own packets.
-                       {"sysctl", "-qw", "net.ipv6.conf.qsn0.disable_ipv6=1"},
-                       {"sysctl", "-qw", "net.ipv6.conf.qsc0.disable_ipv6=1"},
-                       {"ip", "link", "set", "qsn0", "arp", "off"},
-                       {"ip", "link", "set", "qsc0", "arp", "off"},
-                       {"ip", "link", "set", "qsn1", "up"},
-                       {"ip", "link", "set", "qsc1", "up"},
-                       {"ip", "addr", "add", "198.18.70.2/24", "dev", "qsn0"},
-                       {"ip", "addr", "add", "10.70.0.2/32", "dev", "qsc0"},
-                       {"ip", "link", "set", "qsn0", "up"},
-                       {"ip", "link", "set", "qsc0", "up"},
-                       {"ip", "route", "add", "default", "via", "198.18.70.1", "dev", "qsn0"}}) {
-                if (auto e = run(cmd); !e.empty()) return e;
-              }
+              if (auto e = counted_devices(); !e.empty()) return e;
               const RulesetSpec spec = routed_spec(false);
               if (auto e = install_routed(spec); !e.empty()) return e;
               NftSetWriter writer;
@@ -295,23 +302,7 @@ TEST(RoutedFlows, ADatagramTooLongForTheChannelLeavesTheNativeRouteAlone) {
 TEST(RoutedFlows, ASwitchingFlowsShortHeadersWaitInTheQueueForTheSwitch) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([]() -> std::string {
-              for (const auto& cmd : std::vector<std::vector<std::string>>{
-                       {"ip", "link", "set", "lo", "up"},
-                       {"ip", "link", "add", "qsn0", "type", "veth", "peer", "name", "qsn1"},
-                       {"ip", "link", "add", "qsc0", "type", "veth", "peer", "name", "qsc1"},
-                       {"sysctl", "-qw", "net.ipv6.conf.qsn0.disable_ipv6=1"},
-                       {"sysctl", "-qw", "net.ipv6.conf.qsc0.disable_ipv6=1"},
-                       {"ip", "link", "set", "qsn0", "arp", "off"},
-                       {"ip", "link", "set", "qsc0", "arp", "off"},
-                       {"ip", "link", "set", "qsn1", "up"},
-                       {"ip", "link", "set", "qsc1", "up"},
-                       {"ip", "addr", "add", "198.18.70.2/24", "dev", "qsn0"},
-                       {"ip", "addr", "add", "10.70.0.2/32", "dev", "qsc0"},
-                       {"ip", "link", "set", "qsn0", "up"},
-                       {"ip", "link", "set", "qsc0", "up"},
-                       {"ip", "route", "add", "default", "via", "198.18.70.1", "dev", "qsn0"}}) {
-                if (auto e = run(cmd); !e.empty()) return e;
-              }
+              if (auto e = counted_devices(); !e.empty()) return e;
               RulesetSpec spec = routed_spec(false);
               spec.switch_hold = true;
               if (auto e = install_routed(spec); !e.empty()) return e;
