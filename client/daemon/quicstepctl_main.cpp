@@ -141,6 +141,13 @@ void print_human(const nlohmann::json& s) {
                 << text(r["native_source"]["v6"]) << " (" << r.value("source_changes", 0)
                 << " changes followed)\n";
     }
+    if (r.contains("switch_hold") && r["switch_hold"].value("on", false)) {
+      const nlohmann::json& sh = r["switch_hold"];
+      std::cout << "hold at the switch: " << sh["flows"] << " flows switching ("
+                << sh["flows_added"] << " so far, " << sh["failures"] << " set failures), "
+                << sh["held_now"] << " packets held now, " << sh["to_channel"]
+                << " sent on to the channel\n";
+    }
   }
 }
 

@@ -941,6 +941,9 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertGreaterEqual(st["queues"]["outbound"]["deferred"], 1)
         if ROUTED:
             self.assertGreaterEqual(st["routed"]["switch_hold"]["flows_added"], 1)
+            self.assertIn(f"hold at the switch: {st['routed']['switch_hold']['flows']} flows "
+                          f"switching ({st['routed']['switch_hold']['flows_added']} so far",
+                          human)
         self.assertIn(f"native switch: {sw['switch_waits']} flows waited for their Finished",
                       human)
         self.assertGreaterEqual(gap_ms, 0.5)
