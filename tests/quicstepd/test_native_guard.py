@@ -297,9 +297,8 @@ class NativeGuard(unittest.TestCase):
         self.assertEqual(g["drop_gso"], 2)
         self.assertEqual(got["short"], passed)  # not even the batch's short segments
         self.assertEqual(got["long"], 0)
-        # A 48 KB batch sits in pages: its segments are read there (the _eth program knows
-        # the link header) or after making it linear (the generic one). All short: passed
-        # whole; the last one long: dropped whole.
+        # A 48 KB batch sits in pages, which the guard makes linear to read every segment's
+        # first octet. All short: passed whole; the last one long: dropped whole.
         for fam in (4, 6):
             self.send(fam, "gso_big_short", 1)
         got, g = self.arrived(), self.guard()

@@ -19,8 +19,7 @@
  *
  * Headers are read relative to the network header (bpf_skb_load_bytes_relative), so the
  * same program serves Ethernet and raw-IP devices (PPP, mobile broadband, tun); payload in
- * pages (GSO batches) is read in place where the program knows the link header's length,
- * else made linear first (ng_load). Both return
+ * pages (GSO batches) is made linear first (ng_load). Both return
  * TC_ACT_UNSPEC for what they let pass: the next program on the device decides too.
  */
 #include <linux/bpf.h>
@@ -149,20 +148,11 @@ static __always_inline int ng_parse(struct __sk_buff *skb, struct ng_packet *p) 
   return 0;
 }
 
-/* The link header's length where the program knows it (the _eth and _l3 programs); unknown
- * for the generic one. */
-#define NG_L2_UNKNOWN 0xffffffffu
-
 /* Reads len octets at offset from the network header. The relative load reads only the
- * linear part of a packet. A datagram whose payload sits in pages (a GSO batch, a zero-copy
- * send) is read there, from the link header on (where tc's skb->data is), when its length
- * is known: making a 64 KB batch linear copied every octet of an upload once more (8% more
- * machine CPU per GB than native). Otherwise it is made linear first, once, and read again.
- * 0 on success. */
-static __always_inline int ng_load(struct __sk_buff *skb, __u32 l2, __u32 offset, void *to,
-                                   __u32 len) {
+ * linear part of a packet; a datagram whose payload sits in pages (a GSO batch, a zero-copy
+ * send) is made linear first, once, and read again. 0 on success. */
+static __always_inline int ng_load(struct __sk_buff *skb, __u32 offset, void *to, __u32 len) {
   if (bpf_skb_load_bytes_relative(skb, offset, to, len, BPF_HDR_START_NET) == 0) return 0;
-  if (l2 != NG_L2_UNKNOWN) return bpf_skb_load_bytes(skb, l2 + offset, to, len) ? -1 : 0;
   if (bpf_skb_pull_data(skb, skb->len)) return -1;
   return bpf_skb_load_bytes_relative(skb, offset, to, len, BPF_HDR_START_NET) ? -1 : 0;
 }
@@ -197,7 +187,7 @@ static __always_inline void ng_watch_sent(const struct ng_packet *p, const __be1
  * packets. Its QUIC short headers are counted (native_out), and a watched flow's for the
  * watchdog: a LAN host's moved flow, under this host's address and the port its masquerade
  * kept (RoutedPath watches that key beside the flow's own). */
-static __noinline int ng_egress_forwarded(struct __sk_buff *skb, __u32 l2) {
+static __noinline int ng_egress_forwarded(struct __sk_buff *skb) {
   struct ng_packet p = {};
   if (ng_parse(skb, &p) || p.unparsed || p.non_first_fragment || p.protocol != IPPROTO_UDP)
     return TC_ACT_UNSPEC;
@@ -206,7 +196,7 @@ static __noinline int ng_egress_forwarded(struct __sk_buff *skb, __u32 l2) {
     return TC_ACT_UNSPEC;
   if (!ng_port_bit(&ng_quic_ports, bpf_ntohs(ports[1]))) return TC_ACT_UNSPEC;
   __u8 first;
-  if (ng_load(skb, l2, p.l4_offset + sizeof(struct udphdr), &first, 1) || (first & 0x80))
+  if (ng_load(skb, p.l4_offset + sizeof(struct udphdr), &first, 1) || (first & 0x80))
     return TC_ACT_UNSPEC;
   __u32 segments = skb->gso_segs > 1 ? skb->gso_segs : 1;
   ng_count(NG_NATIVE_OUT, segments, skb->len);
@@ -215,8 +205,8 @@ static __noinline int ng_egress_forwarded(struct __sk_buff *skb, __u32 l2) {
 }
 
 /* The whole guard, any packet, headers read by helpers. */
-static __noinline int ng_egress_generic(struct __sk_buff *skb, __u32 l2) {
-  if (!skb->sk) return ng_egress_forwarded(skb, l2);
+static __noinline int ng_egress_generic(struct __sk_buff *skb) {
+  if (!skb->sk) return ng_egress_forwarded(skb);
   struct ng_packet p = {};
   if (ng_parse(skb, &p)) return TC_ACT_UNSPEC;
   if (p.unparsed) return ng_drop(NG_DROP_UNPARSED, skb);
@@ -250,7 +240,7 @@ static __noinline int ng_egress_generic(struct __sk_buff *skb, __u32 l2) {
 
   __u32 payload = p.l4_offset + sizeof(struct udphdr);
   __u8 first;
-  if (ng_load(skb, l2, payload, &first, 1) || (first & 0x80)) {
+  if (ng_load(skb, payload, &first, 1) || (first & 0x80)) {
     if (ng_native_prefix(p.daddr)) return TC_ACT_UNSPEC;
     return ng_drop(NG_DROP_LONG, skb);
   }
@@ -260,7 +250,7 @@ static __noinline int ng_egress_generic(struct __sk_buff *skb, __u32 l2) {
     segments = skb->gso_segs;
     for (__u32 k = 1; k < NG_MAX_GSO_SEGMENTS; k++) {
       if (k >= segments) break;
-      if (ng_load(skb, l2, payload + k * skb->gso_size, &first, 1) || (first & 0x80)) {
+      if (ng_load(skb, payload + k * skb->gso_size, &first, 1) || (first & 0x80)) {
         if (ng_native_prefix(p.daddr)) return TC_ACT_UNSPEC;
         return ng_drop(NG_DROP_GSO, skb);
       }
@@ -333,14 +323,14 @@ static __always_inline struct udphdr *ng_plain_udp(struct __sk_buff *skb, __u32 
 }
 
 static __always_inline int ng_egress_fast(struct __sk_buff *skb, __u32 l2) {
-  if (!skb->sk) return ng_egress_forwarded(skb, l2);
+  if (!skb->sk) return ng_egress_forwarded(skb);
   struct udphdr *udp = ng_plain_udp(skb, l2);
-  if (!udp || skb->gso_segs > 1) return ng_egress_generic(skb, l2);
+  if (!udp || skb->gso_segs > 1) return ng_egress_generic(skb);
   __u16 sport = bpf_ntohs(udp->source), dport = bpf_ntohs(udp->dest);
   __u8 first = *(__u8 *)(udp + 1);
-  if (sport == NG_DNS_PORT || dport == NG_DNS_PORT) return ng_egress_generic(skb, l2);
+  if (sport == NG_DNS_PORT || dport == NG_DNS_PORT) return ng_egress_generic(skb);
   if (!ng_port_bit(&ng_quic_ports, dport)) return TC_ACT_UNSPEC;
-  if ((first & 0x80) || ng_port_bit(&ng_watch_ports, sport)) return ng_egress_generic(skb, l2);
+  if ((first & 0x80) || ng_port_bit(&ng_watch_ports, sport)) return ng_egress_generic(skb);
   ng_count(NG_NATIVE_OUT, 1, skb->len);
   return TC_ACT_UNSPEC;
 }
@@ -356,7 +346,7 @@ static __always_inline int ng_ingress_fast(struct __sk_buff *skb, __u32 l2) {
 
 /* One pair per kind of device; the loader picks by the device's type. */
 SEC("tc")
-int ng_egress(struct __sk_buff *skb) { return ng_egress_generic(skb, NG_L2_UNKNOWN); }
+int ng_egress(struct __sk_buff *skb) { return ng_egress_generic(skb); }
 SEC("tc")
 int ng_ingress(struct __sk_buff *skb) { return ng_ingress_generic(skb); }
 SEC("tc")
