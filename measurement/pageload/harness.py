@@ -7,7 +7,6 @@ bytes through the provider (one capture of the WireGuard endpoint at the provide
 each load's time window) and, in the QUICstep mode, quicstepd's migration counters. The
 caller holds the lab lock."""
 import csv
-import json
 import os
 import shutil
 import struct
@@ -30,6 +29,10 @@ HOLD_VARIANT = ("QUICstep hold 100ms", "QUICstep", "[hold]\ntime_ms = 100\n")
 # The routed path's hold at the switch ([native_switch] hold): a flow's short headers wait
 # in a queue from the first until its switch, then leave natively (the request included).
 SWITCH_HOLD_VARIANT = ("QUICstep switch hold", "QUICstep", "[native_switch]\nhold = true\n")
+# The hold at the switch with lift datagrams: the server may send the response's first flight
+# while it validates the new address (measurement/results/2026-12-06-hold-lift.md).
+HOLD_LIFT_VARIANT = ("QUICstep switch hold lift", "QUICstep",
+                     "[native_switch]\nhold = true\nlift_bytes = 9600\n")
 # quicstepd's two native paths side by side (the default "auto" takes the routed one in the
 # lab): the queue path written out.
 QUEUE_PATH_VARIANT = ("QUICstep queue path", "QUICstep", 'native_path = "queue"\n')

@@ -11,6 +11,10 @@
            channel for 100 ms (the move after the server completed the handshake)
   switchhold london-ohio at 5 Mbit/s, 10 KB, 100 KB, 1 MB: native, full VPN, QUICstep and
            QUICstep with the routed path's hold at the switch ([native_switch] hold = true)
+  holdlift london-ohio at 5 Mbit/s, 10 KB, 100 KB, 1 MB: native, full VPN, QUICstep, the
+           hold at the switch, and the hold with lift datagrams (lift_bytes = 9600); two
+           batches: served by gtlsserver (ngtcp2 0.12.1), and by quicstep-server
+           --unpaced-first-flight (paced as ngtcp2 >= 0.14: holdlift-unpaced)
   paths    london-ohio at 5 Mbit/s: native, quicstepd with its default (routed) native path
            and with the queue path (no full VPN: the other batches have it)
   tun      london-ohio at 5 Mbit/s: native, quicstepd (default) and the TUN engine
@@ -60,8 +64,8 @@ THINK_MS = (0, 150, 300)
 
 
 def plan(args):
-    """(experiment, profile, channel rate or None, pages, rounds, variants, think ms or None)
-    per batch."""
+    """(experiment, profile, channel rate or None, pages, rounds, variants, think ms or None,
+    quicstep-server's extra options) per batch."""
     sizes = ["10KB", "100KB", "1MB", "10MB"]
     out = []
     if "table5" in args.experiments:
@@ -88,6 +92,13 @@ def plan(args):
         from measurement.pageload import harness
         out.append(("switchhold", args.table5_profile, 5, sizes[:3], args.rounds,
                     harness.DEFAULT_VARIANTS + [harness.SWITCH_HOLD_VARIANT]))
+    if "holdlift" in args.experiments:
+        from measurement.pageload import harness
+        variants = harness.DEFAULT_VARIANTS + [harness.SWITCH_HOLD_VARIANT,
+                                               harness.HOLD_LIFT_VARIANT]
+        out.append(("holdlift", args.table5_profile, 5, sizes[:3], args.rounds, variants))
+        out.append(("holdlift-unpaced", args.table5_profile, 5, sizes[:3], args.rounds, variants,
+                    0, ["--unpaced-first-flight"]))
     if "tun" in args.experiments:
         from measurement.pageload import harness
         out.append(("tun", args.table5_profile, 5, ["100KB", "1MB"], args.rounds,
@@ -114,7 +125,8 @@ def plan(args):
         ids = [ids[round(i * (len(ids) - 1) / max(1, n - 1))] for i in range(n)]
         for p in args.corpus_profiles:
             out.append(("corpus", p, 5, ids, args.rounds, None))
-    return [b if len(b) == 7 else b + (None,) for b in out]
+    # (..., think ms or None, quicstep-server's extra options) per batch.
+    return [b + (None, ())[len(b) - 6:] for b in out]
 
 
 def done_batches(csv_path):
@@ -131,7 +143,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--experiments", nargs="+",
                     default=["table5", "table2", "table3", "hold", "paths"],
-                    choices=["table5", "table2", "table3", "hold", "paths", "switchhold", "tun",
+                    choices=["table5", "table2", "table3", "hold", "paths", "switchhold", "holdlift", "tun",
                              "bound", "think",
                              "proxy", "corpus"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
@@ -152,7 +164,7 @@ def main():
             sys.exit("run_experiments: run as root (network namespaces)")
         from measurement.pageload import batch_record, harness
         done = done_batches(csv_path) if args.skip_done else set()
-        for exp, profile, rate, page_names, rounds, variants, think in plan(args):
+        for exp, profile, rate, page_names, rounds, variants, think, server_args in plan(args):
             key = (exp, profile, "" if rate is None else str(rate))
             if key in done:
                 harness.log(f"skip {key}: already in {csv_path}")
@@ -166,7 +178,7 @@ def main():
             commit, tree = batch_record.source_state()
             corpus = harness.prepare_corpus() if exp == "corpus" else None
             batch = harness.Batch(exp, profile, rate, page_names, rounds, variants=variants,
-                                  corpus=corpus, think_ms=think)
+                                  corpus=corpus, think_ms=think, server_args=server_args)
             try:
                 batch.up()
                 rows = batch.run()
