@@ -11,16 +11,19 @@
 // long for the channel is refused without leaving the channel's MTU on the native route. The
 // hold at the switch: a switching flow's short headers wait in the queue and leave where
 // the verdict sends them, in order; its long headers never wait; with no listener they leave
-// natively.
+// natively; a listener that dies holding them (kill -9) lets none of them leave.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -333,10 +336,10 @@ TEST(RoutedFlows, ASwitchingFlowsShortHeadersWaitInTheQueueForTheSwitch) {
               // No listener: bypass, natively (short headers only: the guard's judgement).
               if (auto e = send_from(40010, server, false, 0); !e.empty()) return e;
               if (auto got = left(); got != "native +1, channel +0") return "bypass: " + got;
-              net::NfqueueFrontend queue;
+              auto queue = std::make_unique<net::NfqueueFrontend>();
               net::NfqueueOptions o;
               o.queue = spec.queue_outbound;
-              if (auto opened = queue.open(o); !opened) return opened.error().message;
+              if (auto opened = queue->open(o); !opened) return opened.error().message;
               // A long header of the flow never waits: the channel.
               if (auto e = send_from(40010, server, false, 0, 0xc0); !e.empty()) return e;
               if (auto got = left(); got != "native +0, channel +1") return "long: " + got;
@@ -349,7 +352,7 @@ TEST(RoutedFlows, ASwitchingFlowsShortHeadersWaitInTheQueueForTheSwitch) {
               const common::Timestamp now = net::monotonic_now();
               const common::Timestamp due = now + std::chrono::milliseconds(20);
               int seen = 0;
-              queue.drain(
+              queue->drain(
                   [&](const net::QueuedPacket&) -> net::PacketVerdict {
                     ++seen;
                     return {std::nullopt, due};
@@ -357,12 +360,12 @@ TEST(RoutedFlows, ASwitchingFlowsShortHeadersWaitInTheQueueForTheSwitch) {
                   now);
               if (seen != 3) return "decided " + std::to_string(seen) + " of 3";
               if (auto got = left(); got != "native +0, channel +0") return "before due: " + got;
-              queue.release_due(due);
+              queue->release_due(due);
               if (auto got = left(); got != "native +3, channel +0") return "at due: " + got;
               // A short header decided for the channel (a destination that does not migrate)
               // is routed again by its mark, into the channel.
               if (auto e = send_from(40010, server, false, 0); !e.empty()) return e;
-              queue.drain(
+              queue->drain(
                   [&](const net::QueuedPacket& p) -> net::PacketVerdict {
                     return {(p.mark & ~spec.mark_mask) | spec.mark_channel};
                   },
@@ -380,6 +383,41 @@ TEST(RoutedFlows, ASwitchingFlowsShortHeadersWaitInTheQueueForTheSwitch) {
               // Another flow, never switching, takes the channel.
               if (auto e = send_from(40011, server, true, 0); !e.empty()) return e;
               if (auto got = left(); got != "native +0, channel +1") return "other: " + got;
+              // The daemon dies while it holds packets: its socket closed without verdicts,
+              // as kill -9 closes it. The kernel drops what it held, read (two, deferred to
+              // a switch that never comes) or not (one); nothing leaves. The flow's next
+              // short header then leaves natively (bypass), and its long headers still take
+              // the channel.
+              const SetElementOp held{true, FlowSet::switching,
+                                      flow("198.18.70.2", 40012, server),
+                                      std::chrono::seconds(30)};
+              if (auto done = writer.apply(spec.table, std::span(&held, 1)); !done) {
+                return "add held: " + done.error().first;
+              }
+              for (int i = 0; i < 2; ++i) {
+                if (auto e = send_from(40012, server, false, 0); !e.empty()) return e;
+              }
+              int deferred = 0;
+              queue->drain(
+                  [&](const net::QueuedPacket&) -> net::PacketVerdict {
+                    ++deferred;
+                    return {std::nullopt, net::monotonic_now() + std::chrono::seconds(10)};
+                  },
+                  net::monotonic_now());
+              if (deferred != 2) return "deferred " + std::to_string(deferred) + " of 2";
+              if (auto e = send_from(40012, server, false, 0); !e.empty()) return e;
+              if (auto got = left(); got != "native +0, channel +0") return "held: " + got;
+              queue.reset();
+              std::this_thread::sleep_for(std::chrono::milliseconds(100));
+              if (auto got = left(); got != "native +0, channel +0") return "died: " + got;
+              if (auto e = send_from(40012, server, false, 0); !e.empty()) return e;
+              if (auto got = left(); got != "native +1, channel +0") {
+                return "after death, short: " + got;
+              }
+              if (auto e = send_from(40012, server, false, 0, 0xc0); !e.empty()) return e;
+              if (auto got = left(); got != "native +0, channel +1") {
+                return "after death, long: " + got;
+              }
               return "";
             }),
             "");
