@@ -125,8 +125,14 @@ def plan(args):
         ids = [ids[round(i * (len(ids) - 1) / max(1, n - 1))] for i in range(n)]
         for p in args.corpus_profiles:
             out.append(("corpus", p, 5, ids, args.rounds, None))
-    # (..., think ms or None, quicstep-server's extra options) per batch.
-    return [b + (None, ())[len(b) - 6:] for b in out]
+    padded = []
+    for b in out:  # think ms (None: gtlsserver serves) and quicstep-server's extra options
+        if len(b) == 6:
+            b += (None,)
+        if len(b) == 7:
+            b += ((),)
+        padded.append(b)
+    return padded
 
 
 def done_batches(csv_path):
@@ -143,9 +149,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--experiments", nargs="+",
                     default=["table5", "table2", "table3", "hold", "paths"],
-                    choices=["table5", "table2", "table3", "hold", "paths", "switchhold", "holdlift", "tun",
-                             "bound", "think",
-                             "proxy", "corpus"])
+                    choices=["table5", "table2", "table3", "hold", "paths", "switchhold",
+                             "holdlift", "tun", "bound", "think", "proxy", "corpus"])
     ap.add_argument("--rounds", type=int, default=5, help="rounds per batch (each: 3 modes)")
     ap.add_argument("--think-ms", type=int, nargs="+", default=list(THINK_MS),
                     help="think: the servers' think times, one batch each")
