@@ -21,6 +21,11 @@ constexpr std::uint16_t kDnsPort = 53;
 // shorter on a QUIC port is not a QUIC short header, so it is not a candidate for native.
 constexpr std::size_t kMinShortHeaderLength = 1 + 4 + 16;
 
+// How long a flow to a server that moves its clients to a preferred address stays on the
+// channel at most (preferred_address_hold_end()).
+constexpr int kPreferredAddressRtts = 4;
+constexpr Duration kPreferredAddressMinHold = std::chrono::milliseconds(500);
+
 Path to_path(Route r) { return r == Route::native ? Path::native : Path::channel; }
 
 bool is_dns(const PacketFacts& p) { return p.src_port() == kDnsPort || p.dst_port() == kDnsPort; }
@@ -73,6 +78,8 @@ Classifier::Classifier(const Policy& policy, std::uint64_t seed)
       flows_(std::max<std::size_t>(policy.flows.capacity, 1), policy.flows.idle_timeout, seed),
       destinations_(std::max<std::size_t>(policy.destinations.capacity, 1),
                     policy.destinations.ttl, seed + 1, policy.destinations.first_penalty),
+      preferred_(std::max<std::size_t>(policy.destinations.capacity, 1), policy.destinations.ttl,
+                 seed + 3),
       deadlines_(flows_.capacity()),
       events_(std::max<std::size_t>(policy.event_capacity, 1)) {
   set_quic_ports();
@@ -145,6 +152,7 @@ QS_HOT Decision Classifier::outbound_quic(const PacketFacts& p, Timestamp now) {
     if (!e.seen_long_out) {
       e.seen_long_out = true;
       e.first_long_out = now;
+      preferred_.handshake_began(key, now);
     }
     e.last_long_out = now;
     counted_flow_ = &e;
@@ -190,6 +198,12 @@ Decision Classifier::short_header_transition(Handle h, const FlowKey& key, Times
     ++counters_.pinned_by_cache;
     return {Path::channel, Reason::destination_non_migrating};
   }
+  if (!e.seen_long_out && e.short_packets == 1) client_moved(key, now);
+  if (preferred_.offers_preferred_address(key, now) && now < preferred_address_hold_end(e)) {
+    if (e.state != FlowState::held) ++counters_.held_for_preferred_address;
+    e.state = FlowState::held;
+    return {Path::channel, Reason::hold};
+  }
   const HoldPolicy& hold = policy_.hold;
   const bool by_count = hold.packets != 0 && e.short_packets <= hold.packets;
   const bool by_time = hold.time != Duration::zero() && now < e.first_seen + hold.time;
@@ -199,6 +213,36 @@ Decision Classifier::short_header_transition(Handle h, const FlowKey& key, Times
   }
   move_native(h, key, now);
   return {Path::native, Reason::quic_short_native, e.switch_end};
+}
+
+// The flow's first packet was a short header: if its client has just moved a connection
+// from its handshake's server address (PreferredAddresses), that server is learnt, and the
+// connection's old flow, if it was held for it, stays on the channel for good (the client
+// has left it; a late packet there must not move it now, two migrations at once are what
+// such a server fails on). An old flow moved native already is counted.
+void Classifier::client_moved(const FlowKey& key, Timestamp now) {
+  const std::optional<FlowKey> from = preferred_.client_moved(key, now);
+  if (!from) return;
+  ++counters_.preferred_address_moves;
+  const Handle h = flows_.find(*from);
+  if (h == FlowTable::npos) return;
+  FlowEntry& old = flows_.entry(h);
+  if (old.state == FlowState::handshake || old.state == FlowState::held) {
+    old.state = FlowState::pinned_channel;
+  } else if (old.state == FlowState::native_pending || old.state == FlowState::native_confirmed) {
+    ++counters_.preferred_address_after_move;
+  }
+}
+
+// How long a flow to a server known to offer a preferred address stays on the channel: until
+// its client has moved (client_moved() pins it then) or, for a client that does not take the
+// address, kPreferredAddressRtts handshake RTTs after its last long header, at least
+// kPreferredAddressMinHold (the move comes once the handshake is confirmed, and ngtcp2's
+// client validates the new path first: 60-120 ms after the handshake in the unshaped lab).
+Timestamp Classifier::preferred_address_hold_end(const FlowEntry& e) const {
+  const Duration rtt = e.rtt != Duration::zero() ? e.rtt : policy_.watchdog.unknown_rtt;
+  const Timestamp from = e.seen_long_out ? e.last_long_out : e.first_seen;
+  return from + std::max(kPreferredAddressRtts * rtt, kPreferredAddressMinHold);
 }
 
 void Classifier::inbound(const PacketFacts& p, Direction dir, Timestamp now, Decision* d) {

@@ -55,6 +55,7 @@
 #include "client/core/flow_table.hpp"
 #include "client/core/packet_facts.hpp"
 #include "client/core/policy.hpp"
+#include "client/core/preferred_addresses.hpp"
 #include "common/byte_reader.hpp"
 #include "common/deadline_heap.hpp"
 #include "common/ip_packet.hpp"
@@ -142,6 +143,9 @@ struct Counters {
   std::uint64_t failed_back = 0;          // watchdog failures (flows back on the channel)
   std::uint64_t quiet_at_bound = 0;       // unanswered at the bound, too few packets to judge
   std::uint64_t pinned_by_cache = 0;      // flows kept on the channel by the cache
+  std::uint64_t preferred_address_moves = 0;       // clients seen moving to a preferred address
+  std::uint64_t preferred_address_after_move = 0;  // ... from a flow moved native before
+  std::uint64_t held_for_preferred_address = 0;    // flows held until their client moves
   std::uint64_t pending_forgotten = 0;    // native_pending flows evicted or idle
   std::uint64_t rtt_samples = 0;
   std::uint64_t switch_waits = 0;         // moved flows whose first native packets waited
@@ -212,6 +216,8 @@ class Classifier {
   // The flow state of `flow`, if tracked.
   const FlowEntry* find_flow(const FlowKey& flow) const;
 
+  // The servers known to move their clients to a preferred address.
+  const PreferredAddresses& preferred_addresses() const { return preferred_; }
   // The non-migrating cache, for preloading and inspection.
   DestinationCache& destinations() { return destinations_; }
   const DestinationCache& destinations() const { return destinations_; }
@@ -233,6 +239,8 @@ class Classifier {
   void inbound(const PacketFacts& p, Direction dir, Timestamp now, Decision* d);
   Handle find_or_create(const FlowKey& key, Timestamp now);
   void move_native(Handle h, const FlowKey& key, Timestamp now);
+  void client_moved(const FlowKey& key, Timestamp now);
+  Timestamp preferred_address_hold_end(const FlowEntry& e) const;
   void fail(Handle h, const FlowKey& key, Timestamp now);
   // A native_pending flow answered natively: confirmed, or failed if the answer is too late.
   // Returns whether it was confirmed.
@@ -248,6 +256,7 @@ class Classifier {
   std::array<std::uint64_t, 1024> quic_ports_{};  // a bitset of 65536 ports
   FlowTable flows_;
   DestinationCache destinations_;
+  PreferredAddresses preferred_;
   common::DenseDeadlineHeap deadlines_;
   std::vector<FlowEvent> events_;  // a ring of policy.event_capacity
   std::size_t event_head_ = 0;

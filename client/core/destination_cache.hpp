@@ -50,8 +50,9 @@ struct DestinationHash {
   std::uint64_t operator()(const Destination& d) const noexcept;
 };
 
-// Why a destination is cached (what the prober or the watchdog found).
-enum class NonMigratingReason : std::uint8_t { migration_failed, preloaded };
+// Why a destination is cached (what the prober or the watchdog found; preferred_address:
+// the classifier's PreferredAddresses, a cache of its own).
+enum class NonMigratingReason : std::uint8_t { migration_failed, preloaded, preferred_address };
 
 class DestinationCache {
  public:
@@ -63,9 +64,9 @@ class DestinationCache {
   std::size_t size() const { return table_.size(); }
   std::size_t capacity() const { return table_.capacity(); }
 
-  // Adds (or refreshes) `d`: blocked until now + ttl (preloaded) or now + the escalating
-  // penalty (migration_failed, see above). Evicts the least recently used entry when full.
-  // Returns how long `d` is now blocked for.
+  // Adds (or refreshes) `d`: blocked until now + ttl (preloaded, preferred_address) or now +
+  // the escalating penalty (migration_failed, see above). Evicts the least recently used
+  // entry when full. Returns how long `d` is now blocked for.
   Duration add(const Destination& d, NonMigratingReason reason, Timestamp now);
 
   // Whether `address`:`port` is cached and blocked, as itself or as address:0.

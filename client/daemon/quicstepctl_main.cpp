@@ -64,6 +64,14 @@ void print_paths_and_flows(const nlohmann::json& s) {
             << "native switch: " << sw.value("switch_waits", 0)
             << " flows waited for their Finished (" << sw.value("wait_ms_total", 0.0)
             << " ms in all)\n";
+  const nlohmann::json pa = s.value("preferred_address", nlohmann::json::object());
+  if (pa.value("client_moves", 0) != 0 || pa.value("destinations", 0) != 0) {
+    std::cout << "preferred address: " << pa.value("client_moves", 0)
+              << " clients moved to a server's preferred address (" << pa.value("after_move", 0)
+              << " from a flow already native), " << pa.value("destinations", 0)
+              << " servers learnt, " << pa.value("held_flows", 0)
+              << " flows held on the channel until their client moved\n";
+  }
 }
 
 // The TUN engine's status (quicstep-tun, qs-engine: client/tun/engine_status.hpp): its

@@ -83,6 +83,10 @@ nlohmann::json status_json(const StatusSnapshot& s) {
                    {"quiet_at_bound", c.quiet_at_bound},
                    {"non_migrating_destinations", s.classifier->destinations().size()},
                    {"events_lost", c.events_lost}};
+  j["preferred_address"] = {{"destinations", s.classifier->preferred_addresses().destinations()},
+                            {"client_moves", c.preferred_address_moves},
+                            {"after_move", c.preferred_address_after_move},
+                            {"held_flows", c.held_for_preferred_address}};
   j["native_switch"] = {{"switch_waits", c.switch_waits},
                         {"wait_ms_total", static_cast<double>(c.switch_wait_ns) / 1e6},
                         {"rtt_samples", c.rtt_samples}};

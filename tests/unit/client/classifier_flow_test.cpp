@@ -621,5 +621,78 @@ TEST(ClassifierForget, AClosedSocketsFlowStartsAfreshOnItsPorts) {
   EXPECT_EQ(h.c.find_flow(key4(6205))->state, FlowState::native_pending);
 }
 
+// A server that offers a preferred address (RFC 9000 §9.6): its client leaves the handshake's
+// flow for the new address from the same socket. The old flow is pinned to the channel (a
+// late packet there must not move it now); later connections to that server stay on the
+// channel until their client moves, or, for a client that does not, for at least 500 ms.
+TEST(ClassifierPreferredAddress, TheClientsMoveIsLearntAndLaterConnectionsWaitForIt) {
+  const char* preferred = "198.18.1.11";
+  Harness h;
+  h.handshake(5000, 0ms, 10ms);
+  EXPECT_EQ(h.out(5000, handshake_v1(), 15ms).path, Path::channel);  // Finished + request
+  // The client moves once the handshake is confirmed: short headers to the other address.
+  EXPECT_EQ(h.out(5000, short_header(), 30ms, preferred).path, Path::native);
+  EXPECT_EQ(h.c.counters().preferred_address_moves, 1u);
+  EXPECT_EQ(h.c.counters().preferred_address_after_move, 0u);
+  EXPECT_EQ(h.c.preferred_addresses().destinations(), 1u);
+  EXPECT_EQ(h.c.find_flow(key4(5000))->state, FlowState::pinned_channel);
+  EXPECT_EQ(h.out(5000, short_header(), 31ms).path, Path::channel);  // a late one, old path
+  EXPECT_EQ(h.out(5000, short_header(), 32ms, preferred).path, Path::native);
+
+  // The next connection to the server: held on the channel until its client moves.
+  h.handshake(5001, 1s, 10ms);
+  EXPECT_EQ(h.out(5001, handshake_v1(), 1015ms).path, Path::channel);
+  EXPECT_EQ(h.out(5001, short_header(), 1020ms), (Decision{Path::channel, Reason::hold}));
+  EXPECT_EQ(h.c.find_flow(key4(5001))->state, FlowState::held);
+  EXPECT_EQ(h.out(5001, short_header(), 1040ms, preferred).path, Path::native);
+  EXPECT_EQ(h.c.find_flow(key4(5001))->state, FlowState::pinned_channel);
+  EXPECT_EQ(h.out(5001, short_header(), 3s).path, Path::channel);
+
+  // A client that does not take the address: on the channel until max(4 x RTT, 500 ms)
+  // after its last long header, then moved as any flow.
+  h.handshake(5002, 5s, 10ms);
+  EXPECT_EQ(h.out(5002, handshake_v1(), 5015ms).path, Path::channel);
+  EXPECT_EQ(h.out(5002, short_header(), 5514ms).path, Path::channel);
+  EXPECT_EQ(h.out(5002, short_header(), 5515ms).path, Path::native);
+  EXPECT_EQ(h.c.counters().held_for_preferred_address, 2u);
+  EXPECT_EQ(h.c.counters().preferred_address_moves, 2u);
+  // Another server and another port of this one are not held.
+  h.handshake(5003, 6s, 10ms, "198.18.1.12");
+  EXPECT_EQ(h.out(5003, short_header(), 6020ms, "198.18.1.12").path, Path::native);
+}
+
+TEST(ClassifierPreferredAddress, AMoveAfterTheFlowWentNativeIsCountedAndLeftAlone) {
+  Harness h;
+  h.handshake(5000, 0ms, 10ms);
+  EXPECT_EQ(h.out(5000, short_header(), 20ms).path, Path::native);
+  EXPECT_EQ(h.out(5000, short_header(), 40ms, "198.18.1.11").path, Path::native);
+  EXPECT_EQ(h.c.counters().preferred_address_moves, 1u);
+  EXPECT_EQ(h.c.counters().preferred_address_after_move, 1u);
+  EXPECT_EQ(h.c.find_flow(key4(5000))->state, FlowState::native_pending);
+}
+
+// What is not a move to a preferred address: a short-header-first flow from another port,
+// to the handshake's own address (a flow the daemon forgot), to another server port, from
+// a socket whose handshake is older than the window, or a flow that began with a handshake.
+TEST(ClassifierPreferredAddress, OnlyAShortHeaderFirstFlowFromTheHandshakesSocketCounts) {
+  Policy policy;
+  policy.quic_ports = {443, 8443};
+  Harness h(policy);
+  h.handshake(5000, 0ms, 10ms);
+  EXPECT_EQ(h.out(5001, short_header(), 20ms, "198.18.1.11").path, Path::native);
+  EXPECT_TRUE(h.c.forget(key4(5000), at(21ms)));
+  EXPECT_EQ(h.out(5000, short_header(), 22ms).path, Path::native);
+  EXPECT_EQ(h.c.classify(out4(5000, short_header(), "198.18.1.11", 8443), Direction::outbound,
+                         at(23ms)).path,
+            Path::native);
+  h.handshake(6000, 1s, 10ms);
+  EXPECT_EQ(h.out(6000, short_header(), 12s, "198.18.1.11").path, Path::native);
+  h.handshake(7000, 20s, 10ms);
+  h.handshake(7000, 20s, 10ms, "198.18.1.12");
+  EXPECT_EQ(h.out(7000, short_header(), 20020ms, "198.18.1.12").path, Path::native);
+  EXPECT_EQ(h.c.counters().preferred_address_moves, 0u);
+  EXPECT_EQ(h.c.preferred_addresses().destinations(), 0u);
+}
+
 }  // namespace
 }  // namespace quicstep::client::core
