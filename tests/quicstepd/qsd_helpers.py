@@ -34,6 +34,29 @@ def make_site(workdir, size_mb):
     return htdocs, key, cert
 
 
+def start_preferred_address_servers(procs, lab, work, htdocs, key, cert):
+    """Debian's gtlsserver offering a preferred address (RFC 9000 §9.6), one per family, on
+    srv2-a with srv2-b as that address (both in the srv2 namespace). Returns [(address,
+    preferred)] for IPv4 and IPv6; the servers are in `procs`, for the caller to stop."""
+    from qs_support.shadowsocks import wait_bound
+    first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
+    srv, pref = lab["servers"][3], lab["servers"][4]  # srv2-a, srv2-b
+    assert srv["netns"] == pref["netns"], (srv, pref)
+    pairs = [(first(srv["v4"]), first(pref["v4"])), (first(srv["v6"]), first(pref["v6"]))]
+    started = []
+    for addr, preferred in pairs:
+        option = "ipv6" if ":" in addr else "ipv4"
+        spelled = f"[{preferred}]" if ":" in preferred else preferred
+        p = procs.start(srv["netns"], [
+            "gtlsserver", "--quiet", f"--htdocs={htdocs}",
+            f"--preferred-{option}-addr={spelled}:443", addr, "443", key, cert],
+            os.path.join(work, f"gtlsserver-preferred-{option}.log"))
+        started.append(p)
+        for bound in (addr, preferred):
+            wait_bound(srv["netns"], "u", bound, 443, p)
+    return pairs, started
+
+
 def wait_channel_working(lab, read_status, seconds=8):
     """An interface channel's health comes from its device's counters: `working` in a second
     in which answers came, `idle` in a quiet one (no handshake time keeps it working, as

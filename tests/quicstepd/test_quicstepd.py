@@ -1580,7 +1580,7 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         """A server that offers a preferred address (RFC 9000 §9.6; gtlsserver
         --preferred-ipv4-addr, one server per family on srv2-a with srv2-b as the preferred
         address): once the handshake is confirmed, gtlsclient takes the connection there,
-        from a socket of its own. The daemon sees only short headers of that flow, never its
+        from the same socket. The daemon sees only short headers of that flow, never its
         handshake. That server (ngtcp2 0.12.1) closes the connection after ~50 KB when the
         handshake's flow moved native before the client moved (two migrations at once). The
         daemon learns the server from the client's move (PreferredAddresses) and keeps its
@@ -1589,22 +1589,11 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         client moved: the routed path usually wins that race here, the queue path often
         loses it); the next two must complete, nothing leaks, and the flows to the preferred
         address go native (the server follows): >= 95% of the bytes."""
-        first = lambda a: a[0] if isinstance(a, list) else a  # noqa: E731
-        srv, pref = self.lab["servers"][3], self.lab["servers"][4]  # srv2-a, srv2-b
-        self.assertEqual(srv["netns"], pref["netns"])
-        htdocs = os.path.join(self.work, "htdocs")
-        key, cert = os.path.join(self.work, "key.pem"), os.path.join(self.work, "cert.pem")
-        pairs = [(first(srv["v4"]), first(pref["v4"])), (first(srv["v6"]), first(pref["v6"]))]
-        for addr, preferred in pairs:
-            option = "ipv6" if ":" in addr else "ipv4"
-            spelled = f"[{preferred}]" if ":" in preferred else preferred
-            p = self.procs.start(srv["netns"], [
-                "gtlsserver", "--quiet", f"--htdocs={htdocs}",
-                f"--preferred-{option}-addr={spelled}:443", addr, "443", key, cert],
-                os.path.join(self.work, f"gtlsserver-preferred-{option}.log"))
-            self.addCleanup(self.procs.stop, p)
-            for bound in (addr, preferred):
-                wait_bound(srv["netns"], "u", bound, 443, p)
+        pairs, servers = h.start_preferred_address_servers(
+            self.procs, self.lab, self.work, os.path.join(self.work, "htdocs"),
+            os.path.join(self.work, "key.pem"), os.path.join(self.work, "cert.pem"))
+        for server in servers:
+            self.addCleanup(self.procs.stop, server)
         cn, native, cp, channel = self.captures("preferred")
         self.start_daemon()
         took, first = {}, {}

@@ -238,6 +238,44 @@ class TunEnginePaths(base.TunEngineLab):
     def test_f2_caddy_a_real_server_that_does_not_follow(self):
         self.non_migrating("caddy", self.caddy_server)
 
+    def test_f3_server_preferred_address(self):
+        """A server that offers a preferred address (quicstepd test_22 says why it matters):
+        gtlsclient moves each connection there once its handshake is confirmed. The first
+        connection per family may fail (Debian's ngtcp2 server fails two migrations at
+        once); the engine learns the server, and the next two complete with >= 95% of the
+        bytes native (the relays to the preferred address), nothing leaking."""
+        pairs, servers = h.start_preferred_address_servers(
+            self.procs, self.lab, self.work, self.htdocs, os.path.join(self.work, "key.pem"),
+            os.path.join(self.work, "cert.pem"))
+        for server in servers:
+            self.addCleanup(self.procs.stop, server)
+        cn, native, cp, channel = self.captures("preferred")
+        engine = self.start_engine()
+        first = {}
+        for n, (addr, _) in enumerate(pairs):
+            out_dir, cmd = self.fetch_cmd(addr, f"preferred-{n}-first")
+            lab_helpers.in_host(self.lab, "client", *cmd, check=False, timeout=120)
+            got = os.path.join(out_dir, f"{base.SIZE_MB}M.bin")
+            first[addr] = os.path.getsize(got) if os.path.exists(got) else 0
+            for i in range(2):
+                self.fetch(addr, f"preferred-{n}-{i}")
+        time.sleep(1)
+        st = self.status()
+        npk, cpk = self.read_captures((cn, cp), native, channel)
+        for addr, preferred in pairs:
+            nat_b = h.quic_bytes(npk, addr) + h.quic_bytes(npk, preferred)
+            ch_b = h.quic_bytes(cpk, addr) + h.quic_bytes(cpk, preferred)
+            share = nat_b / max(1, nat_b + ch_b)
+            print(f"\n[preferred address {addr} -> {preferred}] first connection "
+                  f"{first[addr]} bytes; native share {share:.4f} ({nat_b} native / {ch_b} "
+                  f"channel); {st['preferred_address']}")
+            self.assertGreaterEqual(h.quic_bytes(npk, preferred), 2 * base.SIZE_MB * 1_000_000)
+            self.assertGreaterEqual(share, 0.95)
+        self.assertEqual(st["preferred_address"]["client_moves"], 6)
+        self.assertEqual(st["preferred_address"]["destinations"], 2)
+        self.assertEqual(st["watchdog"]["failed_back"], 0)
+        self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
+
     # --- the network changes --------------------------------------------------------------
     def test_g_network_change_mid_transfer(self):
         """The native link goes down mid-transfer and the default routes move to a second
