@@ -78,8 +78,9 @@ Classifier::Classifier(const Policy& policy, std::uint64_t seed)
       flows_(std::max<std::size_t>(policy.flows.capacity, 1), policy.flows.idle_timeout, seed),
       destinations_(std::max<std::size_t>(policy.destinations.capacity, 1),
                     policy.destinations.ttl, seed + 1, policy.destinations.first_penalty),
-      preferred_(std::max<std::size_t>(policy.destinations.capacity, 1), policy.destinations.ttl,
-                 seed + 3),
+      preferred_(std::clamp<std::size_t>(policy.destinations.capacity, 1,
+                                         PreferredAddresses::kMaxCapacity),
+                 policy.destinations.ttl, seed + 3),
       deadlines_(flows_.capacity()),
       events_(std::max<std::size_t>(policy.event_capacity, 1)) {
   set_quic_ports();

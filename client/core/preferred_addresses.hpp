@@ -40,6 +40,10 @@ class PreferredAddresses {
   // handshake is confirmed, one or two round trips after it began.
   static constexpr Duration kWindow = std::chrono::seconds(10);
 
+  // The classifier sizes it as the non-migrating cache, up to this: two tables of 64-byte
+  // slots, which a cache configured to millions of entries must not multiply.
+  static constexpr std::size_t kMaxCapacity = 4096;
+
   // capacity: handshakes remembered (by client address and port) and destinations learnt,
   // each; a learnt destination is kept for `ttl`. Allocates all memory.
   PreferredAddresses(std::size_t capacity, Duration ttl, std::uint64_t seed = 0);
