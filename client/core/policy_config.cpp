@@ -329,7 +329,8 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
                 "routing_table", "channel_interface", "wg_config", "addressing",
                 "native_conntrack", "native_gso", "native_prefixes", "metrics_listen",
                 "destinations_file", "native_path", "routed_table", "guard_pin_dir",
-                "syscall_filter", "channel_kind", "channel_exempt", "tproxy_port"});
+                "syscall_filter", "channel_kind", "channel_exempt", "tproxy_port",
+                "channel_dns"});
   l.integer(t, "queue_outbound", 0, 65535, &d->queue_outbound);
   l.integer(t, "queue_inbound", 0, 65535, &d->queue_inbound);
   if (d->queue_outbound == d->queue_inbound) {
@@ -360,6 +361,14 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   d->channel_kind = static_cast<ChannelKind>(kind);
   l.addresses(t, "channel_exempt", &d->channel_exempt_v4, &d->channel_exempt_v6);
   l.integer(t, "tproxy_port", 1, 65535, &d->tproxy_port);
+  if (const toml::node* dns = t->get("channel_dns")) {
+    d->channel_dns_set = true;
+    l.addresses(t, "channel_dns", &d->channel_dns_v4, &d->channel_dns_v6);
+    if (d->channel_dns_v4.size() > 1 || d->channel_dns_v6.size() > 1) {
+      l.error(dns->source(), "channel_dns: at most one IPv4 and one IPv6 resolver, not " +
+                                 render(*dns));
+    }
+  }
   if (d->channel_kind != ChannelKind::tproxy && t->get("tproxy_port") != nullptr) {
     l.error(t->get("tproxy_port")->source(),
             "tproxy_port belongs to channel_kind = \"tproxy\"");
@@ -398,6 +407,13 @@ void load_daemon(Loader& l, const toml::table& root, DaemonSettings* d) {
   std::size_t addressing = static_cast<std::size_t>(d->addressing);
   l.word(t, "addressing", {"nat", "permissive", "stateless"}, &addressing);
   d->addressing = static_cast<Addressing>(addressing);
+  if (const toml::node* dns = t->get("channel_dns");
+      dns != nullptr && (!d->channel_dns_v4.empty() || !d->channel_dns_v6.empty()) &&
+      (d->addressing != Addressing::stateless || d->channel_kind == ChannelKind::tproxy)) {
+    l.error(dns->source(), "channel_dns needs addressing = \"stateless\" and a device channel "
+                           "(wireguard or interface): the channel device's rules send the "
+                           "queries there");
+  }
   if (t != nullptr && t->get("native_conntrack") != nullptr) {
     bool track = false;
     l.boolean(t, "native_conntrack", &track);

@@ -69,6 +69,15 @@ struct DaemonSettings {
   // (a socket bound to 0.0.0.0 or :: there serves too). Required with that kind; the
   // channel interface is then `lo`.
   std::uint16_t tproxy_port = 0;
+  // Where the DNS queries that enter the channel go (client/README.md, "DNS through the
+  // channel"): at most one resolver per family; a query to port 53 that enters the channel
+  // is sent there instead of to the resolver it was addressed to (the host's: a router or
+  // the ISP's, unreachable or lying from the provider's side), and its answer comes back
+  // from the address asked. Not set (channel_dns_set false): the wg-quick file's DNS line,
+  // the resolver wg-quick would point the system at; an empty list: off. Stateless
+  // addressing only (the channel device's own rules rewrite it).
+  bool channel_dns_set = false;
+  std::vector<std::string> channel_dns_v4, channel_dns_v6;
   Addressing addressing = Addressing::stateless;
   // Whether conntrack sees native QUIC packets. Unset (the default): yes with stateless and
   // permissive addressing, no with nat. false: native flows are `notrack` both ways (the bulk

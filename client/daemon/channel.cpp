@@ -19,6 +19,7 @@
 
 #include "client/daemon/device_counters.hpp"
 #include "client/daemon/key_file.hpp"
+#include "client/daemon/wg_quick_file.hpp"
 #include "client/daemon/wireguard_reading.hpp"
 #include "client/kernel/kernel_probe.hpp"
 #include "client/kernel/link_watch.hpp"
@@ -72,6 +73,7 @@ common::Outcome Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
   if (kind_ == core::ChannelKind::interface) {
     if (auto routed = add_routes(s); !routed) return routed;
   }
+  choose_dns(s, spec->stateless);
   if (auto why = read_facts(spec); !why) {
     detach();
     return why;
@@ -85,6 +87,28 @@ common::Outcome Channel::attach(const DaemonSettings& s, RulesetSpec* spec) {
     }
   }
   return {};
+}
+
+void Channel::choose_dns(const DaemonSettings& s, bool stateless) {
+  const auto first = [](const std::vector<std::string>& v) {
+    return v.empty() ? std::string() : v.front();
+  };
+  const bool from_file = !s.channel_dns_set;
+  dns_v4_ = first(from_file ? file_dns_v4_ : s.channel_dns_v4);
+  dns_v6_ = first(from_file ? file_dns_v6_ : s.channel_dns_v6);
+  if (dns_v4_.empty() && dns_v6_.empty()) return;
+  const std::string which = dns_v4_ + (dns_v4_.empty() || dns_v6_.empty() ? "" : ", ") + dns_v6_;
+  if (!stateless) {
+    // The config refuses channel_dns then; the file's DNS line is only unused.
+    spdlog::warn("the DNS line of {} ({}) is not used: only stateless addressing sends the "
+                 "channel's DNS queries there; they keep the host's resolver",
+                 s.wg_config, which);
+    dns_v4_.clear();
+    dns_v6_.clear();
+    return;
+  }
+  spdlog::info("DNS queries entering the channel go to {} ({})", which,
+               from_file ? "the DNS line of " + s.wg_config : std::string("channel_dns"));
 }
 
 common::Outcome Channel::add_routes(const DaemonSettings& s) {
@@ -135,6 +159,8 @@ common::Outcome Channel::read_facts(RulesetSpec* spec) const {
       if (std::find(to->begin(), to->end(), a) == to->end()) to->push_back(a);
     }
   }
+  spec->channel_dns_v4 = dns_v4_;
+  spec->channel_dns_v6 = dns_v6_;
   if (kind_ == core::ChannelKind::tproxy) return {};  // the proxy client sends: no rewrite
   // The tunnel addresses (stateless addressing writes them itself): the first global one
   // of each family, read as the daemon's heal check reads them (first_global_address), so
@@ -166,30 +192,14 @@ common::Outcome Channel::bring_up(const DaemonSettings& s) {
   if (auto warning = world_accessible_warning(s.wg_config)) spdlog::warn("{}", *warning);
   const std::string text = read_file(s.wg_config);
   if (text.empty()) return common::Failure("cannot read " + s.wg_config);
-  // wg-quick keys that `wg setconf` refuses: Address goes to `ip addr`, the rest is unused.
-  std::string wg_text;
-  std::vector<std::string> addresses;
-  std::string mtu;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const std::string t = trim(line);
-    const auto eq = t.find('=');
-    const std::string key = eq == std::string::npos ? "" : trim(t.substr(0, eq));
-    if (key == "Address") {
-      std::istringstream list(t.substr(eq + 1));
-      for (std::string a; std::getline(list, a, ',');) addresses.push_back(trim(a));
-      continue;
-    }
-    if (key == "MTU") {
-      mtu = trim(t.substr(eq + 1));
-      continue;
-    }
-    if (key == "DNS" || key == "Table" || key == "PreUp" || key == "PostUp" ||
-        key == "PreDown" || key == "PostDown" || key == "SaveConfig") {
-      continue;
-    }
-    wg_text += line + "\n";
-  }
+  // wg-quick's own keys, which `wg setconf` refuses: Address and MTU go to `ip`, DNS to the
+  // channel's DNS (attach), the rest is unused.
+  WgQuickFile file = split_wg_quick(text);
+  const std::string& wg_text = file.wg_text;
+  const std::vector<std::string>& addresses = file.addresses;
+  const std::string& mtu = file.mtu;
+  file_dns_v4_ = file.dns_v4;
+  file_dns_v6_ = file.dns_v6;
   ::mkdir("/run/quicstep", 0755);
   std::vector<std::string> argv = {"wireguard-go", "-f", s.channel_interface};
   std::vector<char*> args;

@@ -39,9 +39,10 @@ class Channel {
   ~Channel() { detach(); }
 
   // Brings up or checks the interface; adds its peers' endpoint addresses to spec's exempt
-  // lists (WireGuard's own packets must never be marked into the tunnel). Errors: the
-  // interface is missing, the config cannot be read or is refused by `wg`, wireguard-go
-  // does not start.
+  // lists (WireGuard's own packets must never be marked into the tunnel), and with stateless
+  // addressing the channel's DNS (DaemonSettings::channel_dns, else the wg-quick file's).
+  // Errors: the interface is missing, the config cannot be read or is refused by `wg`,
+  // wireguard-go does not start.
   common::Outcome attach(const core::DaemonSettings& settings, kernel::RulesetSpec* spec);
   // The interface was re-created under the daemon (another tool brought it down and up):
   // reads its endpoints and tunnel addresses into spec again (replacing the old ones).
@@ -78,6 +79,9 @@ class Channel {
   common::Outcome bring_up(const core::DaemonSettings& settings);
   // An interface channel: its default routes in the channel's table (at least one family).
   common::Outcome add_routes(const core::DaemonSettings& settings);
+  // dns_v4_/dns_v6_ from the settings or the file (logged), kept only with stateless
+  // addressing.
+  void choose_dns(const core::DaemonSettings& settings, bool stateless);
   // The peers' endpoints (exempt lists) and the tunnel addresses of the interface.
   common::Outcome read_facts(kernel::RulesetSpec* spec) const;
 
@@ -88,6 +92,10 @@ class Channel {
   bool routes_added_ = false;  // an interface channel's default routes are ours
   pid_t wg_pid_ = -1;
   std::vector<std::string> addresses_;  // the config's Address entries (created only)
+  // The wg-quick file's DNS addresses (brought up from one), and the channel's resolvers
+  // the rules send DNS queries to (channel_dns, else the file's first of each family).
+  std::vector<std::string> file_dns_v4_, file_dns_v6_;
+  std::string dns_v4_, dns_v6_;
   std::uint32_t routing_table_ = 0;
   std::uint16_t tproxy_port_ = 0;
   kernel::UdpSocketWatch proxy_sockets_;  // tproxy: its lookup socket, opened by attach()

@@ -817,10 +817,13 @@ void Daemon::Impl::reload() {
       load.config.daemon.channel_kind != config.daemon.channel_kind ||
       load.config.daemon.channel_exempt_v4 != config.daemon.channel_exempt_v4 ||
       load.config.daemon.channel_exempt_v6 != config.daemon.channel_exempt_v6 ||
+      load.config.daemon.channel_dns_set != config.daemon.channel_dns_set ||
+      load.config.daemon.channel_dns_v4 != config.daemon.channel_dns_v4 ||
+      load.config.daemon.channel_dns_v6 != config.daemon.channel_dns_v6 ||
       load.config.daemon.routing_table != config.daemon.routing_table ||
       other_path || kernel::routing_marks_differ(routing_spec, new_routing) ||
       path->reload_needs_restart(routing_spec, new_routing)) {
-    spdlog::error("reload refused: queues, channel (kind, interface, exempt servers), routing "
+    spdlog::error("reload refused: queues, channel (kind, interface, exempt servers, DNS), routing "
                   "tables and marks, the native path and (routed) "
                   "its ports, DNS/TCP policy and native prefixes need a restart");
     return;
@@ -829,6 +832,8 @@ void Daemon::Impl::reload() {
   new_spec.exempt_v6 = spec.exempt_v6;
   new_spec.tunnel_v4 = spec.tunnel_v4;
   new_spec.tunnel_v6 = spec.tunnel_v6;
+  new_spec.channel_dns_v4 = spec.channel_dns_v4;
+  new_spec.channel_dns_v6 = spec.channel_dns_v6;
   new_spec.udp_source_by_guard = spec.udp_source_by_guard;
   new_spec.forwarded_zone = spec.forwarded_zone;
   if (new_spec.stateless && new_spec.tunnel_v4.empty() && new_spec.tunnel_v6.empty()) {
@@ -888,6 +893,14 @@ nlohmann::json Daemon::Impl::status() {
   j["native_path"] = path->name();
   if (!routed_unavailable.empty()) j["routed_unavailable"] = routed_unavailable;
   j["channel"]["kind"] = std::string(to_string(config.daemon.channel_kind));
+  // The channel's resolvers (client/README.md, "DNS through the channel") and the queries
+  // sent to them instead of the host's resolver.
+  j["channel"]["dns"] = nlohmann::json::array();
+  for (const std::string* dns : {&spec.channel_dns_v4, &spec.channel_dns_v6}) {
+    if (!dns->empty()) j["channel"]["dns"].push_back(*dns);
+  }
+  const auto redirected = s.kernel.find("dns_redirected");
+  j["channel"]["dns_redirected"] = redirected == s.kernel.end() ? 0 : redirected->second.packets;
   if (tproxy()) j["channel"]["proxy"] = {{"port", config.daemon.tproxy_port}};
   j["channel"]["up"] = channel_up;
   j["channel"]["downs"] = channel_downs;

@@ -118,6 +118,15 @@ void print_human(const nlohmann::json& s) {
     std::cout << ", unanswered " << ch.value("unanswered_episodes", 0) << " times";
   }
   std::cout << "\n";
+  if (ch.contains("dns") && !ch["dns"].empty()) {
+    std::cout << "channel DNS: queries go to";
+    const char* sep = " ";
+    for (const auto& a : ch["dns"]) {
+      std::cout << sep << a.get<std::string>();
+      sep = ", ";
+    }
+    std::cout << " (" << ch.value("dns_redirected", 0) << " sent there instead of their own)\n";
+  }
   std::cout << "native path: " << s.value("native_path", "queue");
   if (s.contains("routed_unavailable")) {
     std::cout << " (routed unavailable: " << s["routed_unavailable"].get<std::string>() << ")";

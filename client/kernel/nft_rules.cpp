@@ -373,6 +373,68 @@ void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
   }
 }
 
+// The channel's DNS (stateless addressing, spec.channel_dns_v4/v6; client/README.md, "DNS
+// through the channel"): a query (UDP or TCP to port 53) leaving into the channel is sent to
+// the channel's resolver instead, and its answers come back from the address it was sent to.
+// The maps, keyed by the client's port (a resolver's query port lives for one query; a TCP
+// connection's for its life), remember that address; every query refreshes its port's
+// entry, also one sent to the channel's resolver itself, so an old entry never renames a
+// later answer. IPv4 answers in fragments: the first fragment's identification keeps the
+// source for the rest (in order, as a tunnel delivers them); IPv6 likewise by the fragment
+// header's identification, where the fragment header follows the IPv6 header.
+void channel_dns_maps(std::ostringstream& o, const RulesetSpec& s) {
+  if (s.channel_dns_v4.empty() && s.channel_dns_v6.empty()) return;
+  o << "  counter dns_redirected {\n  }\n";
+  for (const auto& [fam, addr, frag] :
+       {std::tuple{"4", "ipv4_addr", "typeof ip id : ip saddr"},
+        std::tuple{"6", "ipv6_addr", "typeof frag id : ip6 saddr"}}) {
+    o << "  map dns" << fam << " {\n    type inet_service : " << addr
+      << "\n    flags dynamic,timeout\n    timeout " << s.native_timeout.count() << "s\n    size "
+      << s.set_size << "\n  }\n"
+      << "  map dnsfrag" << fam << " {\n    " << frag
+      << "\n    flags dynamic,timeout\n    timeout 30s\n    size " << s.set_size << "\n  }\n";
+  }
+}
+
+// Egress, after the source rewrite (which learnt the reverse maps with the address asked).
+void channel_dns_egress(std::ostringstream& o, const RulesetSpec& s) {
+  for (const auto& [fam, proto, ip, dns] :
+       {std::tuple{"4", "ip", "ip", &s.channel_dns_v4},
+        std::tuple{"6", "ip6", "ip6", &s.channel_dns_v6}}) {
+    if (dns->empty()) continue;
+    const std::string query =
+        std::string("    meta protocol ") + proto + " meta l4proto { tcp, udp } th dport 53";
+    o << query << " update @dns" << fam << " { th sport : " << ip << " daddr }\n"
+      << query << " " << ip << " daddr != " << *dns << " counter name \"dns_redirected\" " << ip
+      << " daddr set " << *dns << "\n";
+  }
+}
+
+// Ingress, before the reverse maps (keyed by the address asked).
+void channel_dns_ingress(std::ostringstream& o, const RulesetSpec& s) {
+  for (const auto& [fam, ip, dns, tunnel] :
+       {std::tuple{"4", "ip", &s.channel_dns_v4, &s.tunnel_v4},
+        std::tuple{"6", "ip6", &s.channel_dns_v6, &s.tunnel_v6}}) {
+    if (dns->empty() || tunnel->empty()) continue;
+    const std::string to = std::string("    ") + ip + " daddr " + *tunnel;
+    o << to << " " << ip << " saddr " << *dns << " meta l4proto { tcp, udp } th sport 53 " << ip
+      << " saddr set th dport map @dns" << fam << "\n";
+    if (fam[0] == '4') {
+      o << to << " ip frag-off & 0x3fff == 0x2000 udp sport 53 update @dnsfrag4 { ip id : ip "
+           "saddr }\n"
+        << to << " ip saddr " << *dns
+        << " ip frag-off & 0x1fff != 0 ip saddr set ip id map @dnsfrag4\n";
+    } else {
+      // By the identification's offset right after the IPv6 header (nft takes no `frag id`
+      // as a map key in a statement): only a fragment header there is used.
+      o << to << " ip6 nexthdr ipv6-frag frag frag-off 0 frag more-fragments 1 udp sport 53 "
+           "update @dnsfrag6 { @nh,352,32 : ip6 saddr }\n"
+        << to << " ip6 saddr " << *dns
+        << " ip6 nexthdr ipv6-frag frag frag-off != 0 ip6 saddr set @nh,352,32 map @dnsfrag6\n";
+    }
+  }
+}
+
 // Stateless addressing: the channel device's own table. Only packets that cross the
 // WireGuard interface pass its chains (native packets never do): egress counts and rewrites
 // the source to the tunnel address (learning the reverse maps), ingress counts and rewrites
@@ -384,6 +446,7 @@ void channel_device_table(std::ostringstream& o, const RulesetSpec& s) {
   o << "table netdev " << s.table << " {\n  counter channel_out {\n  }\n"
        "  counter channel_in {\n  }\n";
   reverse_maps(o, s);
+  channel_dns_maps(o, s);
   o << "  chain channel_egress {\n    type filter hook egress device \"" << s.channel_interface
     << "\" priority 0; policy accept;\n    counter name \"channel_out\"\n";
   if (s.routed) {
@@ -391,9 +454,11 @@ void channel_device_table(std::ostringstream& o, const RulesetSpec& s) {
       << "\n";
   }
   rewrite_source(o, s);
+  channel_dns_egress(o, s);
   o << "  }\n  chain " << kChannelIngressChain << " {\n    type filter hook ingress device \""
     << s.channel_interface << "\" priority 0; policy accept;\n"
        "    counter name \"channel_in\"\n";
+  channel_dns_ingress(o, s);
   // Routed: the rewritten packet goes on to channel_seen (the server's long headers logged).
   const std::string seen = s.routed ? " goto channel_seen" : " accept";
   for (const auto& [fam, ip, tunnel] :
@@ -671,6 +736,11 @@ common::Outcome check_spec(const RulesetSpec& s) {
     for (const auto& a : {s.tunnel_v4, s.tunnel_v6}) {
       if (!a.empty() && (!valid_address_text(a) || a.find('/') != std::string::npos)) {
         return common::Failure("bad tunnel address `" + a + "'");
+      }
+    }
+    for (const auto& a : {s.channel_dns_v4, s.channel_dns_v6}) {
+      if (!a.empty() && (!valid_address_text(a) || a.find('/') != std::string::npos)) {
+        return common::Failure("bad channel DNS address `" + a + "'");
       }
     }
   }

@@ -83,6 +83,10 @@ struct RulesetSpec {
   bool stateless = false;                // with nat: rewrite addresses without conntrack
   std::string tunnel_v4;                 // stateless: the channel interface's addresses
   std::string tunnel_v6;                 // (empty: that family's channel packets dropped)
+  // stateless: the resolver each family's DNS queries entering the channel are sent to
+  // (channel_dns_rules; empty: they keep the resolver they were addressed to).
+  std::string channel_dns_v4;
+  std::string channel_dns_v6;
   // nat, not stateless: every global address of the channel interface, the sources
   // masquerade may give; `post_nat_source` drops TCP and UDP out of the interface with any
   // other source (empty: all of that family's), counted (channel_foreign_source).

@@ -57,6 +57,44 @@ def start_preferred_address_servers(procs, lab, work, htdocs, key, cert):
     return pairs, started
 
 
+def start_resolver(procs, netns, addresses, upstream, log, records=()):
+    """A resolver (dnsmasq) on `addresses` in `netns` that forwards to `upstream` (the lab DNS
+    server); `records`: more dnsmasq options (a lie for a name, a TXT record). Returns its
+    process once it answers on the first address."""
+    from qs_support.procs import wait_for
+    argv = ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts",
+            "--conf-file=/dev/null", "--bind-interfaces", "--user=root", "--pid-file=",
+            "--except-interface=lo", f"--server={upstream}", "--log-queries=extra",
+            "--log-facility=-", *[f"--listen-address={a}" for a in addresses], *records]
+    p = procs.start(netns, argv, log)
+    answers = lambda: subprocess.run(  # noqa: E731
+        ["ip", "netns", "exec", netns, "dig", "+short", "+time=1", "+tries=1",
+         f"@{addresses[0]}", "open.test"], capture_output=True, text=True).stdout.strip()
+    if not wait_for(lambda: answers() != "", p, seconds=10):
+        raise AssertionError(f"dnsmasq in {netns} does not answer (see {log})")
+    return p
+
+
+def add_provider_peer(lab, work, v4, v6):
+    """A second client of the lab's provider, as a user's wg-quick file gives one: a new key
+    pair, the provider accepting `v4`/32 and `v6`/128 from it. Returns (the peer's private
+    key, the provider's public key, a function that removes the peer)."""
+    pn, pif = lab["provider"]["netns"], lab["provider"]["wg_interface"]
+    private = subprocess.run(["wg", "genkey"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    public = subprocess.run(["wg", "pubkey"], input=private + "\n", capture_output=True,
+                            text=True, check=True).stdout.strip()
+    provider_public = subprocess.run(["ip", "netns", "exec", pn, "wg", "show", pif, "public-key"],
+                                     capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run(["ip", "netns", "exec", pn, "wg", "set", pif, "peer", public, "allowed-ips",
+                    f"{v4}/32,{v6}/128"], check=True)
+
+    def remove():
+        subprocess.run(["ip", "netns", "exec", pn, "wg", "set", pif, "peer", public, "remove"],
+                       check=False)
+    return private, provider_public, remove
+
+
 def wait_channel_working(lab, read_status, seconds=8):
     """An interface channel's health comes from its device's counters: `working` in a second
     in which answers came, `idle` in a quiet one (no handshake time keeps it working, as

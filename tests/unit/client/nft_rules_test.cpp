@@ -171,12 +171,18 @@ TEST(NftRules, NatModeUntracksNativeAndMasqueradesTheChannel) {
   EXPECT_FALSE(has(t, "masquerade"));
 }
 
-TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
+// Stateless addressing on the lab's channel device, with a tunnel address of each family.
+RulesetSpec stateless_spec() {
   RulesetSpec s;
   s.channel_interface = "qsw-client";
   s.stateless = true;
   s.tunnel_v4 = "10.77.0.2";
   s.tunnel_v6 = "fd77::2";
+  return s;
+}
+
+TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
+  RulesetSpec s = stateless_spec();
   ASSERT_EQ(failure_text(check_spec(s)), "");
   std::string t = ruleset_text(s);
   // No nat chain, no ct expression: conntrack's hooks are never registered by this table.
@@ -247,6 +253,58 @@ TEST(NftRules, StatelessNatRewritesWithoutConntrack) {
   s.nat = false;
   EXPECT_FALSE(has(ruleset_text(s), "saddr set"));
   EXPECT_FALSE(has(ruleset_text(s), "table netdev quicstep {"));
+}
+
+TEST(NftRules, TheChannelsDnsTakesEveryQueryEnteringTheChannel) {
+  RulesetSpec s = stateless_spec();
+  // Off (no channel DNS): no map, no rule, no counter.
+  EXPECT_FALSE(has(ruleset_text(s), "dns"));
+  s.channel_dns_v4 = "10.64.0.1";
+  s.channel_dns_v6 = "fd64::1";
+  ASSERT_EQ(failure_text(check_spec(s)), "");
+  for (const bool routed : {false, true}) {
+    s.routed = s.udp_source_by_guard = routed;
+    const std::string t = ruleset_text(s);
+    const std::string dev = t.substr(t.find("table netdev quicstep {"));
+    EXPECT_TRUE(has(dev, "counter dns_redirected {"));
+    EXPECT_TRUE(has(dev, "map dns4 {\n    type inet_service : ipv4_addr\n"));
+    EXPECT_TRUE(has(dev, "map dnsfrag6 {\n    typeof frag id : ip6 saddr\n"));
+    // Out: every query remembers the address it was sent to (by its port), then goes to the
+    // channel's resolver; after the reverse maps learnt the address asked.
+    const std::string out = chain(dev, "channel_egress");
+    const std::string remember =
+        "meta protocol ip meta l4proto { tcp, udp } th dport 53 update @dns4 { th sport : ip "
+        "daddr }";
+    const std::string redirect =
+        "meta protocol ip meta l4proto { tcp, udp } th dport 53 ip daddr != 10.64.0.1 counter "
+        "name \"dns_redirected\" ip daddr set 10.64.0.1";
+    EXPECT_TRUE(has(out, remember)) << out;
+    EXPECT_TRUE(has(out, redirect)) << out;
+    EXPECT_TRUE(has(out, "ip6 daddr != fd64::1 counter name \"dns_redirected\" ip6 daddr set "
+                         "fd64::1"));
+    EXPECT_LT(out.find("update @rev4"), out.find(remember));
+    EXPECT_LT(out.find(remember), out.find(redirect));
+    // In: the answer's source becomes the address asked, before the reverse maps (keyed by
+    // it) give the destination back; fragments after the first follow the first.
+    const std::string in = chain(dev, "channel_ingress");
+    const std::string answer =
+        "ip daddr 10.77.0.2 ip saddr 10.64.0.1 meta l4proto { tcp, udp } th sport 53 ip saddr "
+        "set th dport map @dns4";
+    EXPECT_TRUE(has(in, answer)) << in;
+    EXPECT_LT(in.find(answer), in.find("map @rev4"));
+    EXPECT_TRUE(has(in, "ip daddr 10.77.0.2 ip frag-off & 0x3fff == 0x2000 udp sport 53 update "
+                        "@dnsfrag4 { ip id : ip saddr }"));
+    EXPECT_TRUE(has(in, "ip daddr 10.77.0.2 ip saddr 10.64.0.1 ip frag-off & 0x1fff != 0 ip "
+                        "saddr set ip id map @dnsfrag4"));
+    EXPECT_TRUE(has(in, "ip6 daddr fd77::2 ip6 saddr fd64::1 ip6 nexthdr ipv6-frag frag "
+                        "frag-off != 0 ip6 saddr set @nh,352,32 map @dnsfrag6"));
+    EXPECT_LT(in.find("@dnsfrag4 { ip id"), in.find("ip saddr set ip id map"));
+  }
+  // One family only: the other's queries keep their resolver.
+  s.channel_dns_v6.clear();
+  EXPECT_FALSE(has(chain(ruleset_text(s), "channel_egress"), "ip6 daddr set"));
+  s.channel_dns_v4 = "10.64.0.0/24";
+  EXPECT_NE(failure_text(check_spec(s)), "");
 }
 
 TEST(NftRules, WatchSetMatchesInboundInOutboundOrientation) {

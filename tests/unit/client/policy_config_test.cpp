@@ -382,3 +382,48 @@ TEST(PolicyConfigChannelKind, TproxyRefusesWhatCannotWork) {
 
 }  // namespace
 }  // namespace quicstep::client::core
+
+namespace quicstep::client::core {
+namespace {
+
+TEST(PolicyConfigChannelDns, UnsetTakesTheWgQuickFilesListedTurnsOnEmptyTurnsOff) {
+  const ConfigLoad unset = parse_config("", "q.toml");
+  EXPECT_FALSE(unset.config.daemon.channel_dns_set);
+  const ConfigLoad set = parse_config(
+      "[daemon]\nchannel_dns = [\"10.64.0.1\", \"FC00:BBBB::1\"]\n", "q.toml");
+  ASSERT_TRUE(set.ok()) << set.errors[0].to_string();
+  EXPECT_TRUE(set.config.daemon.channel_dns_set);
+  EXPECT_EQ(set.config.daemon.channel_dns_v4, (std::vector<std::string>{"10.64.0.1"}));
+  EXPECT_EQ(set.config.daemon.channel_dns_v6, (std::vector<std::string>{"fc00:bbbb::1"}));
+  const ConfigLoad off = parse_config("[daemon]\nchannel_dns = []\n", "q.toml");
+  ASSERT_TRUE(off.ok());
+  EXPECT_TRUE(off.config.daemon.channel_dns_set);
+  EXPECT_TRUE(off.config.daemon.channel_dns_v4.empty());
+}
+
+TEST(PolicyConfigChannelDns, RefusesNamesTwoOfAFamilyAndModesWithoutTheDeviceRules) {
+  const auto error = [](const std::string& text) {
+    const ConfigLoad load = parse_config(text, "q.toml");
+    return load.errors.empty() ? std::string() : load.errors[0].to_string();
+  };
+  EXPECT_NE(error("[daemon]\nchannel_dns = [\"dns.example\"]\n")
+                .find("q.toml:2:16: channel_dns: each must be an IPv4 or IPv6 address"),
+            std::string::npos);
+  EXPECT_NE(error("[daemon]\nchannel_dns = [\"10.0.0.1\", \"10.0.0.2\"]\n")
+                .find("q.toml:2:15: channel_dns: at most one IPv4 and one IPv6 resolver"),
+            std::string::npos);
+  for (const char* addressing : {"nat", "permissive"}) {
+    EXPECT_NE(error(std::string("[daemon]\naddressing = \"") + addressing +
+                    "\"\nchannel_dns = [\"10.0.0.1\"]\n")
+                  .find("channel_dns needs addressing = \"stateless\""),
+              std::string::npos)
+        << addressing;
+    // Off is fine with any addressing.
+    EXPECT_EQ(error(std::string("[daemon]\naddressing = \"") + addressing +
+                    "\"\nchannel_dns = []\n"),
+              "");
+  }
+}
+
+}  // namespace
+}  // namespace quicstep::client::core
