@@ -74,12 +74,25 @@ void print_paths_and_flows(const nlohmann::json& s) {
   }
 }
 
+// The channel's resolvers (client/README.md, "DNS through the channel"), when there are.
+void print_channel_dns(const nlohmann::json& ch) {
+  if (!ch.contains("dns") || ch["dns"].empty()) return;
+  std::cout << "channel DNS: queries go to";
+  const char* sep = " ";
+  for (const auto& a : ch["dns"]) {
+    std::cout << sep << a.get<std::string>();
+    sep = ", ";
+  }
+  std::cout << " (" << ch.value("dns_redirected", 0) << " sent there instead of their own)\n";
+}
+
 // The TUN engine's status (quicstep-tun, qs-engine: client/tun/engine_status.hpp): its
 // relays instead of queues, what it did with the TUN's packets, and its loop's failures.
 void print_tun_engine(const nlohmann::json& s) {
   std::cout << "TUN engine; WireGuard helper pid " << s.value("helper_pid", -1) << "\n"
             << "paths:\n";
   print_paths_and_flows(s);
+  if (s.contains("channel")) print_channel_dns(s["channel"]);
   const nlohmann::json& r = s["relays"];
   std::cout << "relays: " << r["open"] << " open of " << r["capacity"] << " (" << r["opened"]
             << " opened, " << r["closed"] << " closed, " << r["evicted"] << " evicted, "
@@ -118,15 +131,7 @@ void print_human(const nlohmann::json& s) {
     std::cout << ", unanswered " << ch.value("unanswered_episodes", 0) << " times";
   }
   std::cout << "\n";
-  if (ch.contains("dns") && !ch["dns"].empty()) {
-    std::cout << "channel DNS: queries go to";
-    const char* sep = " ";
-    for (const auto& a : ch["dns"]) {
-      std::cout << sep << a.get<std::string>();
-      sep = ", ";
-    }
-    std::cout << " (" << ch.value("dns_redirected", 0) << " sent there instead of their own)\n";
-  }
+  print_channel_dns(ch);
   std::cout << "native path: " << s.value("native_path", "queue");
   if (s.contains("routed_unavailable")) {
     std::cout << " (routed unavailable: " << s["routed_unavailable"].get<std::string>() << ")";

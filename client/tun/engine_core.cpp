@@ -17,7 +17,9 @@ EngineCore::EngineCore(const EngineConfig& config, EngineIo& io, std::uint64_t s
       relays_(std::max<std::size_t>(config.relay_capacity, 1),
               config.relay_idle > Duration::zero() ? config.relay_idle : Duration(1), seed),
       held_(config.held_capacity, config.held_max_payload),
-      reply_(std::make_unique<std::array<std::uint8_t, kMaxReplyPacket>>()) {}
+      reply_(std::make_unique<std::array<std::uint8_t, kMaxReplyPacket>>()),
+      dns_(config.channel_dns_v4, config.channel_dns_v6, 4096, seed),
+      dns_packet_(std::make_unique<std::array<std::uint8_t, kMaxReplyPacket>>()) {}
 
 void EngineCore::from_tun(common::Bytes ip_packet, Timestamp now) {
   // Whatever is due leaves before this packet: a flow's held packets before its later ones.
@@ -107,6 +109,11 @@ void EngineCore::send_native(RelayId id, common::Bytes payload, Timestamp now) {
 
 void EngineCore::to_channel(common::Bytes ip_packet) {
   if (ip_packet.empty()) return;  // an empty message would read as a closed pair
+  if (dns_.may_rewrite_to_channel(ip_packet) && ip_packet.size() <= dns_packet_->size()) {
+    const std::span<std::uint8_t> copy(dns_packet_->data(), ip_packet.size());
+    std::copy(ip_packet.begin(), ip_packet.end(), copy.begin());
+    if (dns_.to_channel(copy)) ip_packet = copy;
+  }
   ++counters_.to_channel.packets;
   counters_.to_channel.bytes += ip_packet.size();
   io_.send_channel(ip_packet);
@@ -136,6 +143,11 @@ void EngineCore::from_relay(RelayId id, common::Bytes udp_payload, Timestamp now
 
 void EngineCore::from_channel(common::Bytes ip_packet, Timestamp now) {
   if (ip_packet.empty()) return;
+  if (dns_.may_rewrite_from_channel(ip_packet) && ip_packet.size() <= dns_packet_->size()) {
+    const std::span<std::uint8_t> copy(dns_packet_->data(), ip_packet.size());
+    std::copy(ip_packet.begin(), ip_packet.end(), copy.begin());
+    if (dns_.from_channel(copy)) ip_packet = copy;
+  }
   classifier_->classify(ip_packet, Direction::inbound_channel, now);
   ++counters_.from_channel.packets;
   counters_.from_channel.bytes += ip_packet.size();

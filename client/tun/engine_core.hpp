@@ -17,6 +17,8 @@
 //                                     which the classifier sees as inbound_native (the
 //                                     migration watchdog's answer)
 //   from the channel               -> write_tun as it is; the classifier sees inbound_channel
+//   (DNS either way: to and from the channel's resolver instead of the one asked,
+//   channel_dns.hpp)
 //
 // What must hold (invariant 1): nothing leaves natively unless the classifier said native
 // for it; a relay that cannot be opened, a full hold, an unknown relay all fail towards the
@@ -30,10 +32,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "client/core/classifier.hpp"
 #include "client/core/policy.hpp"
+#include "client/tun/channel_dns.hpp"
 #include "client/tun/held_packets.hpp"
 #include "client/tun/relay_table.hpp"
 #include "client/tun/reply_packet.hpp"
@@ -73,6 +77,9 @@ struct EngineConfig {
   // may carry (larger ones go through the channel instead).
   std::size_t held_capacity = 512;
   std::size_t held_max_payload = 1500;
+  // The channel's resolvers (channel_dns.hpp; the wg-quick file's DNS line): each family's
+  // DNS queries into the channel go there. Unset: that family's keep their resolver.
+  std::optional<common::IpAddress> channel_dns_v4, channel_dns_v6;
 };
 
 struct TrafficCounters {
@@ -143,6 +150,7 @@ class EngineCore {
   const RelayTable& relays() const { return relays_; }
   const HeldPackets& held() const { return held_; }
   const EngineCounters& counters() const { return counters_; }
+  const ChannelDns& channel_dns() const { return dns_; }
 
  private:
   void native(common::Bytes ip_packet, const core::Decision& d, Timestamp now);
@@ -160,6 +168,9 @@ class EngineCore {
   EngineCounters counters_;
   std::array<core::FlowEvent, 64> events_{};
   std::unique_ptr<std::array<std::uint8_t, kMaxReplyPacket>> reply_;
+  ChannelDns dns_;
+  // A DNS packet rewritten on its way into or out of the channel (allocated once).
+  std::unique_ptr<std::array<std::uint8_t, kMaxReplyPacket>> dns_packet_;
   ReplyChecksum reply_checksum_ = ReplyChecksum::complete;
 };
 

@@ -37,6 +37,14 @@ nlohmann::json engine_status_json(const EngineCore& engine) {
   j["native_switch"] = {{"switch_waits", c.switch_waits},
                         {"wait_ms_total", static_cast<double>(c.switch_wait_ns) / 1e6},
                         {"rtt_samples", c.rtt_samples}};
+  // The channel's resolvers (channel_dns.hpp) and the queries sent there instead of their own.
+  const ChannelDns& dns = engine.channel_dns();
+  nlohmann::json resolvers = nlohmann::json::array();
+  for (const auto* r : {&dns.v4(), &dns.v6()}) {
+    if (*r) resolvers.push_back((*r)->to_string());
+  }
+  j["channel"] = {{"dns", resolvers}, {"dns_redirected", dns.redirected()},
+                  {"dns_answered", dns.answered()}};
   j["relays"] = {{"open", engine.relays().size()},
                  {"capacity", engine.relays().capacity()},
                  {"opened", e.relays_opened},

@@ -75,6 +75,79 @@ def start_resolver(procs, netns, addresses, upstream, log, records=()):
     return p
 
 
+class ResolverLab:
+    """DNS through the channel (client/README.md), as a laptop meets it: the ISP's resolver
+    (dnsmasq on the client's gateway addresses, v4 and v6) lies for blocked.test, and the
+    client's resolv.conf names it; the provider's resolver (dnsmasq on the provider's tunnel
+    addresses, what a wg-quick file's DNS line names) tells the truth and holds a TXT record
+    of 2 KB, more than the channel's MTU, so its answer crosses the channel in fragments.
+    `test` gets cleanups for both resolvers and the resolv.conf."""
+    LIE = ("198.18.200.1", "2001:db8:200::1")
+
+    def __init__(self, test, lab, procs, work):
+        c, prov = lab["client"], lab["provider"]
+        self.lab = lab
+        self.isp = (c["native"]["gateway_v4"], c["native"]["gateway_v6"])
+        self.resolver = (prov["tunnel_v4"], prov["tunnel_v6"])
+        self.truth = lab["dns"]["names"]["blocked.test"]
+        self.strings = [f"{i}" + "q" * 249 for i in range(8)]
+        upstream = lab["dns"]["v4"]
+        for netns, addresses, name, records in (
+                (lab["censor"]["netns"], self.isp, "isp",
+                 [f"--address=/blocked.test/{a}" for a in self.LIE]),
+                (prov["netns"], self.resolver, "provider",
+                 ["--txt-record=big.test," + ",".join(self.strings), "--edns-packet-max=4096"])):
+            p = start_resolver(procs, netns, addresses, upstream,
+                               os.path.join(work, f"{name}-resolver.log"), records)
+            test.addCleanup(procs.stop, p)
+        resolv = f"/etc/netns/{c['netns']}/resolv.conf"
+        with open(resolv) as f:
+            lab_resolv = f.read()
+
+        def restore():
+            with open(resolv, "w") as f:
+                f.write(lab_resolv)
+        test.addCleanup(restore)
+        with open(resolv, "w") as f:
+            f.write(f"nameserver {self.isp[0]}\nnameserver {self.isp[1]}\n")
+
+    def dig(self, server, *args):
+        """dig +short in the client's namespace: the answer's words."""
+        return lab_helpers.in_host(self.lab, "client", "dig", "+short", "+time=2", "+tries=2",
+                                   f"@{server}", *args, check=False).stdout.split()
+
+    def lookups(self):
+        """blocked.test through glibc (getent, the resolv.conf) and dig to the ISP's v4 and v6
+        resolver over UDP and TCP; and the TXT record over both families."""
+        got = {
+            "getent": lab_helpers.in_host(self.lab, "client", "getent", "ahostsv4",
+                                          "blocked.test", check=False).stdout.split()[:1],
+            "udp v4": self.dig(self.isp[0], "blocked.test", "A"),
+            "udp v6": self.dig(self.isp[1], "blocked.test", "AAAA"),
+            "tcp v4": self.dig(self.isp[0], "+tcp", "blocked.test", "A"),
+            "tcp v6": self.dig(self.isp[1], "+tcp", "blocked.test", "AAAA"),
+        }
+        big = {fam: "".join(self.dig(self.isp[i], "+bufsize=4096", "+ignore", "big.test", "TXT"))
+               for i, fam in enumerate(("v4", "v6"))}
+        return got, big
+
+    def assert_truth(self, test, got, big):
+        t = self.truth
+        test.assertEqual(got, {"getent": [t["v4"]], "udp v4": [t["v4"]], "udp v6": [t["v6"]],
+                               "tcp v4": [t["v4"]], "tcp v6": [t["v6"]]})
+        whole = "".join(f'"{s}"' for s in self.strings)
+        test.assertEqual(big, {"v4": whole, "v6": whole}, "a fragmented answer came back broken")
+
+    def assert_channel_capture(self, test, cpk, tunnel):
+        """At the provider: the client's queries went to the provider's resolver only, and the
+        large answer crossed in fragments."""
+        asked = {p.get("dst") for p in cpk if p.get("src") in tunnel and p.get("dport") == 53}
+        test.assertEqual(asked, set(self.resolver), "queries at the provider went elsewhere")
+        test.assertTrue([p for p in cpk if p.get("src") in self.resolver and
+                         p.get("dst") in tunnel and p.get("ip_len", 0) > 1000],
+                        "the large answer did not cross the channel in fragments")
+
+
 def add_provider_peer(lab, work, v4, v6):
     """A second client of the lab's provider, as a user's wg-quick file gives one: a new key
     pair, the provider accepting `v4`/32 and `v6`/128 from it. Returns (the peer's private

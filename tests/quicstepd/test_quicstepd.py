@@ -1667,51 +1667,21 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
     def test_24_dns_through_the_channel_reaches_the_providers_resolver(self):
         """A laptop's resolver is its router's or its ISP's. Through the channel a router's
         (private) address is out of reach, and an ISP's resolver answers as the censor wants.
-        Here the ISP's resolver (dnsmasq on the client's gateway addresses, v4 and v6) lies for
-        blocked.test, and the client's resolv.conf names it. quicstepd brings its channel up
-        from a user's wg-quick file (a peer of its own at the provider; comments after the
-        values) whose DNS line names the provider's resolver (dnsmasq on the provider's tunnel
-        addresses, with a TXT record that comes back in fragments). Every query the client
-        sends to the ISP's resolver (glibc's getent; dig over UDP and TCP, both families) is
-        answered by the provider's resolver: blocked.test comes back true and the large TXT
-        whole; the native link carries no DNS, the provider's capture no query to the ISP's
-        resolver. With `channel_dns = []` the same query goes through the channel to the ISP's
-        resolver and comes back a lie: what the client got before this redirect."""
-        c, prov = self.lab["client"], self.lab["provider"]
-        isp = (c["native"]["gateway_v4"], c["native"]["gateway_v6"])
-        resolver = (prov["tunnel_v4"], prov["tunnel_v6"])
+        Here the client's resolv.conf names the ISP's resolver, which lies for blocked.test
+        (qsd_helpers.ResolverLab), and quicstepd brings its channel up from a user's wg-quick
+        file (a peer of its own at the provider; comments after the values) whose DNS line
+        names the provider's resolver. Every query the client sends to the ISP's resolver
+        (glibc's getent; dig over UDP and TCP, both families) is answered by the provider's:
+        blocked.test comes back true and a 2 KB TXT whole (in fragments through the channel);
+        the native link carries no DNS, the provider's capture no query to the ISP's resolver.
+        With `channel_dns = []` the same query goes through the channel to the ISP's resolver
+        and comes back a lie: what the client got before this redirect."""
+        prov = self.lab["provider"]
+        dns = h.ResolverLab(self, self.lab, self.procs, self.work)
+        self.assertEqual(dns.dig(dns.isp[0], "blocked.test", "A"), [dns.LIE[0]],
+                         "the ISP's resolver lies")
         tunnel = (prov["tunnel_v4"].rsplit(".", 1)[0] + ".3",
                   prov["tunnel_v6"].rsplit(":", 1)[0] + ":3")
-        truth = self.lab["dns"]["names"]["blocked.test"]
-        lie = ("198.18.200.1", "2001:db8:200::1")
-        strings = [f"{i}" + "q" * 249 for i in range(8)]  # 2 KB: more than the channel's MTU
-        isp_resolver = h.start_resolver(
-            self.procs, self.censor_ns, isp, self.lab["dns"]["v4"],
-            os.path.join(self.work, "isp-resolver.log"),
-            [f"--address=/blocked.test/{lie[0]}", f"--address=/blocked.test/{lie[1]}"])
-        self.addCleanup(self.procs.stop, isp_resolver)
-        prov_resolver = h.start_resolver(
-            self.procs, self.prov_ns, resolver, self.lab["dns"]["v4"],
-            os.path.join(self.work, "provider-resolver.log"),
-            ["--txt-record=big.test," + ",".join(strings), "--edns-packet-max=4096"])
-        self.addCleanup(self.procs.stop, prov_resolver)
-        resolv = f"/etc/netns/{self.client_ns}/resolv.conf"
-        with open(resolv) as f:
-            lab_resolv = f.read()
-
-        def restore_resolv():
-            with open(resolv, "w") as f:
-                f.write(lab_resolv)
-        self.addCleanup(restore_resolv)
-        with open(resolv, "w") as f:
-            f.write(f"nameserver {isp[0]}\nnameserver {isp[1]}\n")
-
-        def dig(server, *args):
-            return lab_helpers.in_host(self.lab, "client", "dig", "+short", "+time=2",
-                                       "+tries=2", f"@{server}", *args,
-                                       check=False).stdout.split()
-
-        self.assertEqual(dig(isp[0], "blocked.test", "A"), [lie[0]], "the ISP's resolver lies")
         private, provider_public, remove_peer = h.add_provider_peer(self.lab, self.work, *tunnel)
         self.addCleanup(remove_peer)
         wg_conf = os.path.join(self.work, "user-wg0.conf")
@@ -1719,56 +1689,37 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         with os.fdopen(fd, "w") as f:
             f.write(f"[Interface]\nPrivateKey = {private}\n"
                     f"Address = {tunnel[0]}/32, {tunnel[1]}/128  # the tunnel's addresses\n"
-                    f"DNS = {resolver[0]}, {resolver[1]}, lab.example  # the provider's\n"
+                    f"DNS = {dns.resolver[0]}, {dns.resolver[1]}, lab.example  # the provider's\n"
                     f"MTU = 1420 # as wg-quick's default\n\n"
                     f"[Peer]\nPublicKey = {provider_public}\n"
                     f"Endpoint = {prov['v4']}:{prov['listen_port']}\n"
                     "AllowedIPs = 0.0.0.0/0, ::/0\n")
-        channel_if = "qst-dns0"
 
         def config(extra=""):
-            return h.write_config(os.path.join(self.work, f"dns{len(extra)}.toml"), channel_if,
+            return h.write_config(os.path.join(self.work, f"dns{len(extra)}.toml"), "qst-dns0",
                                   extra=f'routing_table = 51823\nwg_config = "{wg_conf}"\n'
                                         + extra)
 
         cn, native, cp, channel = self.captures("dns")
         d = self.start_daemon(config())
-        got = {
-            "getent": lab_helpers.in_host(self.lab, "client", "getent", "ahostsv4",
-                                          "blocked.test", check=False).stdout.split()[:1],
-            "udp v4": dig(isp[0], "blocked.test", "A"),
-            "udp v6": dig(isp[1], "blocked.test", "AAAA"),
-            "tcp v4": dig(isp[0], "+tcp", "blocked.test", "A"),
-            "tcp v6": dig(isp[1], "+tcp", "blocked.test", "AAAA"),
-        }
-        big = {fam: "".join(dig(isp[i], "+bufsize=4096", "+ignore", "big.test", "TXT"))
-               for i, fam in enumerate(("v4", "v6"))}
+        got, big = dns.lookups()
         st = self.status()
         self.assert_clean_exit(d)
         self.stop_captures(cn, cp)
         npk, cpk = self.read_captures(native, channel)  # no DNS natively
         print(f"\n[dns] {got}; TXT lengths {[len(b) for b in big.values()]}; "
               f"channel {st['channel']}")
-        self.assertEqual(got, {"getent": [truth["v4"]], "udp v4": [truth["v4"]],
-                               "udp v6": [truth["v6"]], "tcp v4": [truth["v4"]],
-                               "tcp v6": [truth["v6"]]})
-        whole = "".join(f'"{s}"' for s in strings)
-        self.assertEqual(big, {"v4": whole, "v6": whole}, "a fragmented answer came back broken")
-        self.assertEqual(st["channel"]["dns"], list(resolver))
+        dns.assert_truth(self, got, big)
+        self.assertEqual(st["channel"]["dns"], list(dns.resolver))
         self.assertGreaterEqual(st["channel"]["dns_redirected"], 7)
-        from_tunnel = [p for p in cpk if p.get("src") in tunnel]
-        asked = {p.get("dst") for p in from_tunnel if p.get("dport") == 53}
-        self.assertEqual(asked, set(resolver), "queries at the provider went elsewhere")
-        fragments = [p for p in cpk if p.get("src") in resolver and p.get("dst") in tunnel
-                     and p.get("ip_len", 0) > 1000]
-        self.assertTrue(fragments, "the large answer did not cross the channel in fragments")
+        dns.assert_channel_capture(self, cpk, tunnel)
         # Without the redirect: the query reaches the ISP's resolver through the channel.
         d = self.start_daemon(config("channel_dns = []\n"))
-        without = dig(isp[0], "blocked.test", "A")
+        without = dns.dig(dns.isp[0], "blocked.test", "A")
         st = self.status()
         self.assert_clean_exit(d)
         self.assertEqual(st["channel"]["dns"], [])
-        self.assertEqual(without, [lie[0]])
+        self.assertEqual(without, [dns.LIE[0]])
 
     def test_y_channel_addresses_removed_and_added_again(self):
         """The channel device loses a tunnel address and gets it back (a VPN client

@@ -277,6 +277,39 @@ class TunEnginePaths(base.TunEngineLab):
         self.assertEqual(st["watchdog"]["failed_back"], 0)
         self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
 
+    def test_f4_dns_through_the_channel_reaches_the_providers_resolver(self):
+        """quicstepd's test_24 for the engine: the client's resolv.conf names the ISP's
+        resolver, which lies for blocked.test; the engine's wg-quick file has a DNS line naming
+        the provider's resolver. glibc's getent and dig over UDP and TCP, to the ISP's v4 and
+        v6 resolver, get the truth, and a 2 KB TXT comes back whole (in fragments through the
+        channel); the provider's capture has no query to the ISP's resolver, the native link
+        no DNS. The same engine without the DNS line gets the ISP resolver's lie."""
+        dns = h.ResolverLab(self, self.lab, self.procs, self.work)
+        with open(self.wg_conf) as f:
+            text = f.read()
+        wg_dns = os.path.join(self.work, "channel-dns.conf")
+        fd = os.open(wg_dns, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text.replace("[Interface]\n", "[Interface]\nDNS = "
+                                 f"{dns.resolver[0]}, {dns.resolver[1]}\n", 1))
+        cn, native, cp, channel = self.captures("dns")
+        engine = self.start_engine(wg_dns)
+        got, big = dns.lookups()
+        st = self.status()
+        self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
+        npk, cpk = self.read_captures((cn, cp), native, channel)  # no DNS natively
+        print(f"\n[dns] {got}; TXT lengths {[len(b) for b in big.values()]}; "
+              f"channel {st['channel']}")
+        dns.assert_truth(self, got, big)
+        self.assertEqual(st["channel"]["dns"], list(dns.resolver))
+        self.assertGreaterEqual(st["channel"]["dns_redirected"], 7)
+        dns.assert_channel_capture(self, cpk, self.tunnel_addrs)
+        # Without the DNS line: the query reaches the ISP's resolver through the channel.
+        engine = self.start_engine()
+        without = dns.dig(dns.isp[0], "blocked.test", "A")
+        self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
+        self.assertEqual(without, [dns.LIE[0]])
+
     # --- the network changes --------------------------------------------------------------
     def test_g_network_change_mid_transfer(self):
         """The native link goes down mid-transfer and the default routes move to a second

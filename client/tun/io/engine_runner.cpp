@@ -46,6 +46,12 @@ std::optional<EngineFiles> load_engine_files(const std::string& program,
     if (!load.ok()) return std::nullopt;
     files.engine.policy = load.config.policy;
   }
+  // The channel's resolvers: the first address of each family on the DNS line.
+  for (const common::IpAddress& a : wg.config.dns_servers) {
+    auto& slot = a.family == common::IpFamily::v4 ? files.engine.channel_dns_v4
+                                                   : files.engine.channel_dns_v6;
+    if (!slot) slot = a;
+  }
   files.mtu = wg.config.mtu.value_or(1420);
   files.engine.held_max_payload = files.mtu;
   files.uapi_set = render_uapi_set(wg.config);

@@ -90,6 +90,24 @@ TEST(EngineCore, HandshakesDnsAndTcpGoThroughTheChannelUnchanged) {
   EXPECT_EQ(t.e.counters().to_native.packets, 0u);
 }
 
+TEST(EngineCore, DnsIntoTheChannelGoesToTheChannelsResolverAndComesBackFromTheOneAsked) {
+  EngineConfig c;
+  c.channel_dns_v4 = common::parse_ip_packet(udp4(1, 2, {}, "10.64.0.1", kClient4))->src;
+  Engine t(c);
+  t.e.from_tun(udp4(5353, 53, ByteVec(30, 1), kClient4, "192.168.1.1"), at(0s));
+  EXPECT_EQ(t.io.take(),
+            (std::vector<Call>{channel(udp4(5353, 53, ByteVec(30, 1), kClient4, "10.64.0.1"))}));
+  t.e.from_channel(udp4(53, 5353, ByteVec(60, 2), "10.64.0.1", kClient4), at(10ms));
+  EXPECT_EQ(t.io.take(),
+            (std::vector<Call>{tun(udp4(53, 5353, ByteVec(60, 2), "192.168.1.1", kClient4))}));
+  EXPECT_EQ(t.e.channel_dns().redirected(), 1u);
+  EXPECT_EQ(t.e.channel_dns().answered(), 1u);
+  // IPv6 has no resolver here: its queries keep theirs.
+  const ByteVec q6 = udp6(5353, 53, ByteVec(30, 1));
+  t.e.from_tun(q6, at(20ms));
+  EXPECT_EQ(t.io.take(), (std::vector<Call>{channel(q6)}));
+}
+
 TEST(EngineCore, MalformedPacketsAreCountedAndGoToTheChannel) {
   Engine t;
   const ByteVec junk{0x45, 0, 0, 3};
