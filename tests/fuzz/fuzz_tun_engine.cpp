@@ -9,7 +9,9 @@
 //     to a QUIC port over UDP;
 //   - everything written into the TUN from a relay is a well-formed IP/UDP packet from that
 //     relay's server to its application;
-//   - nothing empty goes to the WireGuard helper; relays and held packets stay within bounds.
+//   - nothing empty goes to the WireGuard helper; relays and held packets stay within bounds;
+//   - DNS to and from the channel's resolvers is rewritten in place (channel_dns.hpp) without
+//     reading or writing out of bounds (ASan).
 #include <cstddef>
 #include <cstdint>
 
@@ -38,6 +40,10 @@ tun::EngineConfig config() {
   c.relay_idle = std::chrono::seconds(2);
   c.held_capacity = 4;
   c.held_max_payload = 1500;
+  // DNS into and out of the channel is rewritten (channel_dns.hpp) for these resolvers.
+  c.channel_dns_v4 = quicstep::common::IpAddress::v4({198, 18, 0, 53});
+  c.channel_dns_v6 = quicstep::common::IpAddress::v6(
+      {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x53});
   return c;
 }
 
