@@ -313,6 +313,27 @@ void out_account_chain(std::ostringstream& o, const RulesetSpec& s) {
     << (s.track_native ? "" : " notrack") << "\n  }\n";
 }
 
+// The queue path's marks choose the channel by routing, and routing cannot move a socket
+// bound to its device (SO_BINDTODEVICE: the kernel keeps the device when it routes the marked
+// packet again): measured in test_24, such a socket's DNS query left natively. After the
+// last route, a packet marked for the channel that leaves on another device is dropped and
+// counted (channel_escaped) if it is TCP, DNS or to a QUIC port (what never leaves natively;
+// a link's own ICMPv6 under other_protocols = "channel" still may). One mark compare per
+// packet on postrouting; the routed path's guard does this on the native devices instead.
+void escape_guard_chain(std::ostringstream& o, const RulesetSpec& s) {
+  std::vector<std::uint16_t> never_native = s.quic_ports;  // (53 is never a QUIC port)
+  never_native.insert(never_native.begin(), 53);
+  o << "  chain channel_escape {\n"
+       "    type filter hook postrouting priority filter; policy accept;\n"
+       "    meta mark & " << hex(s.mark_mask) << " { " << hex(s.mark_channel) << ", "
+    << hex(s.mark_decide_out) << " } oifname != \"" << s.channel_interface
+    << "\" goto escaped\n  }\n"
+       "  chain escaped {\n"
+       "    meta l4proto tcp counter name \"channel_escaped\" drop\n"
+       "    udp dport " << port_set(never_native)
+    << " counter name \"channel_escaped\" drop\n  }\n";
+}
+
 void inbound_chains(std::ostringstream& o, const RulesetSpec& s) {
   const std::string zone = s.nat && !s.stateless && s.track_native
                                ? " ct zone set " + std::to_string(s.ct_zone)
@@ -585,6 +606,7 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
         << s.switching_timeout.count() << "s\n    size " << s.set_size << "\n  }\n";
     }
   }
+  if (!tproxy && s.dns_to_channel) o << "  counter dns_rerouted {\n  }\n";
   if (!tproxy) {
     // A moved flow's packets leave after one rule (no jump); quic_route checks them again.
     const std::string quic = "    udp dport " + port_set(s.quic_ports);
@@ -609,7 +631,25 @@ void routed_flow_table(std::ostringstream& o, const RulesetSpec& s) {
       << "    meta oif lo icmp type destination-unreachable icmp code frag-needed @th,136,8 17 "
       << "@th,240,16 " << port_set(s.quic_ports) << " drop\n"
       << "    meta oif lo icmpv6 type packet-too-big @th,112,8 17 @th,400,16 "
-      << port_set(s.quic_ports) << " drop\n  }\n";
+      << port_set(s.quic_ports) << " drop\n";
+    // A socket that names its interface (IP_UNICAST_IF: systemd-resolved's sockets to a
+    // link's DNS servers) is routed through it past the DNS rule, since the channel's table
+    // has no route there, and the guard would drop its queries: DNS whose route is not the
+    // channel's (nor lo's: a local resolver) is routed again by the channel mark, which
+    // leaves the interface out. (A socket bound to its device, SO_BINDTODEVICE, keeps it:
+    // its DNS meets the guard.)
+    if (s.dns_to_channel) {
+      o << "    meta l4proto { tcp, udp } th dport 53 meta oifname != { \"" << s.channel_interface
+        << "\", \"lo\" } goto dns_route\n";
+    }
+    o << "  }\n";
+    if (s.dns_to_channel) {
+      o << "  chain dns_route {\n";
+      for (const auto& [ip, list] : {std::pair{"ip", &s.exempt_v4}, {"ip6", &s.exempt_v6}}) {
+        if (!list->empty()) o << "    " << ip << " daddr " << addr_set(*list) << " return\n";
+      }
+      o << "    counter name \"dns_rerouted\" " << set_mark(s, s.mark_channel) << "\n  }\n";
+    }
     if (s.switch_hold) o << "  chain hold_queue {\n  }\n";  // its queue rule: netlink
     // Forwarded packets meet the routing rules' QUIC ports (fail closed without this
     // table): a forwarded moved flow's get mark_native, as a tproxy channel's. Only on a
@@ -766,7 +806,7 @@ std::string ruleset_text(const RulesetSpec& s) {
   }
   o << "table inet " << s.table << " {\n";
   for (const char* c : {"channel_out", "native_out", "decide_out", "channel_in", "native_in",
-                        "watch_in"}) {
+                        "watch_in", "channel_escaped"}) {
     o << "  counter " << c << " {\n  }\n";
   }
   if (s.nat && !s.stateless) o << "  counter channel_foreign_source {\n  }\n";
@@ -776,6 +816,7 @@ std::string ruleset_text(const RulesetSpec& s) {
   out_account_chain(o, s);
   inbound_chains(o, s);
   forwarded_chains(o, s);
+  escape_guard_chain(o, s);
   o << "}\n";
   if (stateless_nat(s)) channel_device_table(o, s);
   return o.str();

@@ -75,6 +75,40 @@ def start_resolver(procs, netns, addresses, upstream, log, records=()):
     return p
 
 
+# A DNS query as systemd-resolved sends one to a link's DNS server: from a socket that names
+# the native interface, with IP_UNICAST_IF ("unicast_if": the kernel routes it through that
+# interface past the routing rules) or SO_BINDTODEVICE ("bind"), over UDP or TCP. Prints the
+# answer's address, or "error: ..." (nothing came, or the send was refused).
+BOUND_QUERY = r"""
+import socket, struct, sys
+server, ifname, mode, proto = sys.argv[1:5]
+v6 = ":" in server
+fam = socket.AF_INET6 if v6 else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM)
+idx = socket.if_nametoindex(ifname)
+if mode == "unicast_if":
+    s.setsockopt(socket.IPPROTO_IPV6 if v6 else socket.IPPROTO_IP, 76 if v6 else 50,
+                 struct.pack("!I", idx))
+else:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, ifname.encode())
+s.settimeout(4)
+q = (b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07blocked\x04test\x00"
+     + (b"\x00\x1c" if v6 else b"\x00\x01") + b"\x00\x01")
+try:
+    s.connect((server, 53))
+    if proto == "tcp":
+        s.sendall(struct.pack("!H", len(q)) + q)
+        a = s.recv(2)
+        a = s.recv(struct.unpack("!H", a)[0])
+    else:
+        s.send(q)
+        a = s.recv(1500)
+    print(socket.inet_ntop(fam, a[-16:] if v6 else a[-4:]))
+except OSError as e:
+    print("error:", e)
+"""
+
+
 class ResolverLab:
     """DNS through the channel (client/README.md), as a laptop meets it: the ISP's resolver
     (dnsmasq on the client's gateway addresses, v4 and v6) lies for blocked.test, and the
@@ -130,6 +164,20 @@ class ResolverLab:
         big = {fam: "".join(self.dig(self.isp[i], "+bufsize=4096", "+ignore", "big.test", "TXT"))
                for i, fam in enumerate(("v4", "v6"))}
         return got, big
+
+    def bound_lookups(self):
+        """blocked.test from sockets that name the client's native interface (BOUND_QUERY):
+        IP_UNICAST_IF over UDP (v4, v6) and TCP (v4), SO_BINDTODEVICE over UDP (v4)."""
+        native_if = self.lab["client"]["native"]["interface"]
+        out = {}
+        for name, server, mode, proto in (("unicast_if udp v4", self.isp[0], "unicast_if", "udp"),
+                                          ("unicast_if udp v6", self.isp[1], "unicast_if", "udp"),
+                                          ("unicast_if tcp v4", self.isp[0], "unicast_if", "tcp"),
+                                          ("bind udp v4", self.isp[0], "bind", "udp")):
+            out[name] = lab_helpers.in_host(self.lab, "client", "python3", "-c", BOUND_QUERY,
+                                            server, native_if, mode, proto, check=False,
+                                            timeout=30).stdout.strip()
+        return out
 
     def assert_truth(self, test, got, big):
         t = self.truth

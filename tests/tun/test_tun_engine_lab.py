@@ -170,7 +170,9 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         links = self.run_ns("ip", "-o", "link", "show", check=False)
         rules = self.run_ns("ip", "-4", "rule", check=False) + self.run_ns("ip", "-6", "rule",
                                                                             check=False)
-        return {"tun": f" {TUN}:" in links, "rules": f"lookup {TABLE}" in rules}
+        tables = self.run_ns("nft", "list", "tables", check=False)
+        return {"tun": f" {TUN}:" in links, "rules": f"lookup {TABLE}" in rules,
+                "nft": "inet quicstep_tun" in tables}
 
     # --- tests ---------------------------------------------------------------------------
     def test_1_fetch_v4_and_v6_handshakes_through_the_channel_data_native(self):
@@ -203,7 +205,7 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual(st["watchdog"]["failed_back"], 0)
         # A clean stop removes the TUN and its rules.
         self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
-        self.assertEqual(self.tun_state(), {"tun": False, "rules": False})
+        self.assertEqual(self.tun_state(), {"tun": False, "rules": False, "nft": False})
 
     def _kill_mid_transfer(self, name, victim):
         """Starts a fetch, kills -9 what `victim(engine)` names once bytes flow, checks the
@@ -239,7 +241,7 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
     def test_3_kill9_engine_mid_transfer_blocks_then_restarts(self):
         self._kill_mid_transfer("kill-engine", lambda engine: engine.pid)
         # Dead engine: the TUN and its rules stay, so that nothing takes the native route.
-        self.assertEqual(self.tun_state(), {"tun": True, "rules": True})
+        self.assertEqual(self.tun_state(), {"tun": True, "rules": True, "nft": True})
         self.assertEqual(self.dig(), "", "a lookup was answered with the engine dead")
         engine = self.start_engine()
         self.fetch(self.srv_v4, "after-engine")

@@ -283,7 +283,9 @@ class TunEnginePaths(base.TunEngineLab):
         the provider's resolver. glibc's getent and dig over UDP and TCP, to the ISP's v4 and
         v6 resolver, get the truth, and a 2 KB TXT comes back whole (in fragments through the
         channel); the provider's capture has no query to the ISP's resolver, the native link
-        no DNS. The same engine without the DNS line gets the ISP resolver's lie."""
+        no DNS, also from sockets that name the native interface (IP_UNICAST_IF, as
+        systemd-resolved's do, or SO_BINDTODEVICE). The same engine without the DNS line
+        gets the ISP resolver's lie."""
         dns = h.ResolverLab(self, self.lab, self.procs, self.work)
         with open(self.wg_conf) as f:
             text = f.read()
@@ -295,6 +297,8 @@ class TunEnginePaths(base.TunEngineLab):
         cn, native, cp, channel = self.captures("dns")
         engine = self.start_engine(wg_dns)
         got, big = dns.lookups()
+        bound = dns.bound_lookups()
+        counters = self.run_ns("nft", "list", "counters", "table", "inet", "quicstep_tun")
         st = self.status()
         self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
         npk, cpk = self.read_captures((cn, cp), native, channel)  # no DNS natively
@@ -304,6 +308,19 @@ class TunEnginePaths(base.TunEngineLab):
         self.assertEqual(st["channel"]["dns"], list(dns.resolver))
         self.assertGreaterEqual(st["channel"]["dns_redirected"], 7)
         dns.assert_channel_capture(self, cpk, self.tunnel_addrs)
+        # Sockets that name the native interface (IP_UNICAST_IF, as systemd-resolved's do):
+        # their UDP is routed again into the TUN, where its native source fails at the
+        # provider (TCP ignores IP_UNICAST_IF: its query takes the TUN as any other); bound
+        # ones (SO_BINDTODEVICE) are dropped. None leaks (the native capture above): before
+        # the quicstep_tun table their queries left natively.
+        print(f"[dns] sockets that name the native interface: {bound}\n{counters}")
+        self.assertEqual(bound["unicast_if tcp v4"], dns.truth["v4"])
+        for name in ("unicast_if udp v4", "unicast_if udp v6", "bind udp v4"):
+            self.assertTrue(bound[name].startswith("error"), bound)
+        rerouted, dropped = [int(line.split()[1]) for line in counters.splitlines()
+                             if line.strip().startswith("packets")]
+        self.assertGreaterEqual(rerouted, 2)
+        self.assertGreaterEqual(dropped, 1)
         # Without the DNS line: the query reaches the ISP's resolver through the channel.
         engine = self.start_engine()
         without = dns.dig(dns.isp[0], "blocked.test", "A")

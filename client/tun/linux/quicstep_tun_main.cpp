@@ -203,7 +203,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "quicstep-tun: %s\n", device.error().message.c_str());
     return 1;
   }
-  tun::TunRouting routing{o.device, o.table, o.fwmark, 30500, mtu, files->wg.addresses};
+  tun::TunRouting routing{o.device, o.table, o.fwmark, 30500, mtu, files->wg.addresses,
+                          files->engine.policy.quic_ports};
   if (!o.no_routes) {
     if (auto ok = tun::install_routes(routing); !ok.ok()) {
       std::fprintf(stderr, "quicstep-tun: %s\n", ok.error().message.c_str());

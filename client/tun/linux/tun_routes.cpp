@@ -1,5 +1,7 @@
 #include "client/tun/linux/tun_routes.hpp"
 
+#include <sstream>
+
 #include "net/process.hpp"
 
 namespace quicstep::client::tun {
@@ -25,7 +27,33 @@ std::vector<std::string> rule(const TunRouting& r, const char* family, const cha
           std::to_string(r.table), "priority", std::to_string(r.rule_priority)};
 }
 
+constexpr const char* kTable = "quicstep_tun";
+
 }  // namespace
+
+std::string guard_ruleset(const TunRouting& r) {
+  std::ostringstream ports;
+  for (std::size_t i = 0; i < r.quic_ports.size(); ++i) {
+    ports << (i ? ", " : "") << r.quic_ports[i];
+  }
+  // Only what must never leave natively (TCP, DNS, the QUIC ports): the rest, such as a
+  // link's own neighbour discovery to a global next hop or a DHCP renewal, keeps its route.
+  const std::string mine = "    meta mark " + std::to_string(r.fwmark) + " return\n" +
+                           "    meta oifname { \"" + r.device + "\", \"lo\" } return\n" +
+                           "    meta l4proto != { tcp, udp } return\n" +
+                           "    meta l4proto udp udp dport != { 53, " + ports.str() +
+                           " } return\n";
+  std::ostringstream o;
+  o << "table inet " << kTable << "\ndelete table inet " << kTable << "\n"
+    << "table inet " << kTable << " {\n  counter rerouted {\n  }\n  counter dropped {\n  }\n"
+    << "  chain reroute {\n    type route hook output priority mangle; policy accept;\n"
+    << mine << "    fib daddr type != unicast return\n    ip6 daddr fe80::/10 return\n"
+    << "    counter name \"rerouted\" meta mark set meta mark | " << kRerouteMark << "\n  }\n"
+    // After the re-route (the output hook's devices are the first route's): postrouting.
+    << "  chain guard {\n    type filter hook postrouting priority filter; policy accept;\n"
+    << mine << "    counter name \"dropped\" drop\n  }\n}\n";
+  return o.str();
+}
 
 common::Outcome install_routes(const TunRouting& r) {
   // No IPv6 link-local address: the TUN has no link to solicit routers or report multicast
@@ -52,6 +80,10 @@ common::Outcome install_routes(const TunRouting& r) {
     (void)ip(rule(r, flag, "del"));
     if (auto ok = ip(rule(r, flag, "add")); !ok) return ok;
   }
+  const std::vector<std::string> nft{"nft", "-f", "-"};
+  if (const net::ProcessResult done = net::run_process(nft, guard_ruleset(r)); !done.ok()) {
+    return common::Failure(net::describe(nft, done));
+  }
   return {};
 }
 
@@ -61,6 +93,7 @@ void remove_routes(const TunRouting& r) {
     }
     (void)ip({flag, "route", "flush", "table", std::to_string(r.table)});
   }
+  (void)net::run_process({"nft", "delete", "table", "inet", kTable});
 }
 
 }  // namespace quicstep::client::tun

@@ -565,10 +565,33 @@ TEST(NftRulesRouted, TheDeviceTableCopiesQuicAndTheFlowsNotMovedAreMarkedForTheC
   EXPECT_TRUE(has(out_chain, "\n    udp dport { 443, 8443 } goto quic_route\n")) << out_chain;
   // The kernel's own refusals of a QUIC datagram too long for the channel end there (they
   // would set the native route's MTU: routed_flows_test).
-  EXPECT_TRUE(out_chain.ends_with(
+  EXPECT_TRUE(has(out_chain,
       "\n    meta oif lo icmp type destination-unreachable icmp code frag-needed @th,136,8 17 "
       "@th,240,16 { 443, 8443 } drop\n    meta oif lo icmpv6 type packet-too-big @th,112,8 17 "
-      "@th,400,16 { 443, 8443 } drop")) << out_chain;
+      "@th,400,16 { 443, 8443 } drop\n")) << out_chain;
+  // DNS that the first route sent past the channel (a socket naming its interface,
+  // IP_UNICAST_IF) is routed again by the channel mark, but not a local resolver's (lo) or
+  // one to the channel's endpoint; last, after every QUIC rule.
+  EXPECT_TRUE(out_chain.ends_with(
+      "\n    meta l4proto { tcp, udp } th dport 53 meta oifname != { \"qsw-client\", \"lo\" } "
+      "goto dns_route")) << out_chain;
+  EXPECT_TRUE(has(t, "  counter dns_rerouted {\n  }\n"));
+  const std::string dns_route = chain(t, "dns_route");
+  EXPECT_TRUE(has(dns_route, "counter name \"dns_rerouted\" meta mark set meta mark & "
+                             "0xffffff00 | 0x51")) << dns_route;
+  {
+    RulesetSpec exempt = s;
+    exempt.exempt_v4 = {"203.0.113.9"};
+    const std::string ex_route = chain(ruleset_text(exempt), "dns_route");
+    ASSERT_TRUE(has(ex_route, "\n    ip daddr { 203.0.113.9 } return\n")) << ex_route;
+    EXPECT_LT(ex_route.find("203.0.113.9 } return"), ex_route.find("dns_rerouted")) << ex_route;
+  }
+  {
+    RulesetSpec no_dns = s;
+    no_dns.dns_to_channel = false;  // DNS may leave natively: nothing to route again
+    EXPECT_FALSE(has(ruleset_text(no_dns), "dns_route"));
+    EXPECT_FALSE(has(ruleset_text(no_dns), "dns_rerouted"));
+  }
   // The hold at the switch: a switching flow's short headers go to the outbound queue's
   // chain, after the moved flows and before the channel's mark.
   EXPECT_FALSE(has(t, "switching4")) << t;
