@@ -226,6 +226,13 @@ common::Outcome NativeGuard::attach_one(const std::string& device, int ifindex, 
       attachment_ = GuardAttachment::tcx;
       return {};
     }
+    // EEXIST: this very program is on the hook already (tcx refuses it twice). The healer
+    // meets that when another tool detached one direction only, or when a restore ran
+    // between two detaches: the direction still there is left as it is.
+    if (link == -EEXIST) {
+      attachment_ = GuardAttachment::tcx;
+      return {};
+    }
     if (link != -EINVAL && link != -EOPNOTSUPP) {
       return common::Failure("tcx link on " + device + ": " + errno_text(link));
     }

@@ -203,6 +203,19 @@ class Healing(artifacts.KeepOnFailure, unittest.TestCase):
         st = self.status()
         self.assertEqual(st["healing"]["pieces"]["native_guard"]["state"], "ok")
 
+    @unittest.skipUnless(ROUTED, "the guard is the routed path's")
+    def test_guard_detach_one_direction(self):
+        """Only the egress program goes (or the daemon heals between the two detaches, as
+        CI once saw): the ingress program is still attached when the healer attaches the
+        guard again, and that must not make the restore fail for good."""
+        def inject():
+            self.sh("tc", "filter", "del", "dev", self.native_if, "egress")
+            detached = quicstepd.detach_guard(self.native_if, links=("egress",))
+            self.assertGreater(detached, 0, "no guard link found to detach")
+        self.run_fault("guard_detach_egress", inject, "native_guard")
+        st = self.status()
+        self.assertEqual(st["healing"]["pieces"]["native_guard"]["state"], "ok")
+
     @unittest.skipUnless(ROUTED, "the channel's UDP source rewrite is the routed path's")
     def test_channel_rewrite_detach(self):
         """Another tool detaches the channel device's UDP source rewrite (ng_channel_egress):
