@@ -74,6 +74,28 @@ std::optional<std::uint64_t> fragment_key(std::span<const std::uint8_t> p, IpFam
   return 1ull << 32 | std::uint64_t{word(p, 44)} << 16 | word(p, 46);
 }
 
+// Whether a packet that is no first fragment's follows one: IPv4's offset, an IPv6 fragment
+// header right after the fixed header.
+bool later_fragment(common::Bytes p, IpFamily f) {
+  if (f == IpFamily::v4) return p.size() >= 20 && (word(p, 6) & 0x1fff) != 0;
+  return p.size() >= 48 && p[6] == kIpv6Fragment && (word(p, 42) & 0xfff8) != 0;
+}
+
+// The source port of a first fragment or whole packet: UDP or TCP from port 53.
+bool from_dns_port(common::Bytes p, IpFamily f) {
+  if (f == IpFamily::v4) {
+    const std::size_t l4 = std::size_t{p[0] & 0x0fu} * 4;
+    return (p[9] == kUdp || p[9] == kTcp) && p.size() >= l4 + 2 && word(p, l4) == kDnsPort;
+  }
+  std::size_t l4 = 40;
+  std::uint8_t next = p[6];
+  if (next == kIpv6Fragment && p.size() >= 48) {
+    next = p[40];
+    l4 = 48;
+  }
+  return (next == kUdp || next == kTcp) && p.size() >= l4 + 2 && word(p, l4) == kDnsPort;
+}
+
 bool same_address(common::Bytes p, IpFamily f, std::size_t at, const IpAddress& a) {
   const std::size_t n = f == IpFamily::v4 ? 4 : 16;
   return p.size() >= at + n && std::equal(a.bytes.begin(), a.bytes.begin() + n, p.begin() + at);
@@ -82,26 +104,30 @@ bool same_address(common::Bytes p, IpFamily f, std::size_t at, const IpAddress& 
 }  // namespace
 
 ChannelDns::ChannelDns(std::optional<IpAddress> v4, std::optional<IpAddress> v6,
-                       std::size_t capacity, std::uint64_t seed)
-    : v4_(v4), v6_(v6), ports_(capacity, Hash{seed}), fragments_(capacity, Hash{~seed}) {}
+                       std::size_t capacity, std::uint64_t seed, TunnelAddresses tunnel)
+    : v4_(v4),
+      v6_(v6),
+      tunnel_(tunnel),
+      ports_(capacity, Hash{seed}),
+      fragments_(capacity, Hash{~seed}) {}
 
-void ChannelDns::remember(Table& table, std::uint64_t key, const IpAddress& address) {
+void ChannelDns::remember(Table& table, std::uint64_t key, const Kept& kept) {
   Table::Handle h = table.find(key);
   if (h == Table::npos) {
     if (table.full()) table.erase(table.oldest());
     h = table.insert(key);
   }
-  table.value(h) = address;
+  table.value(h) = kept;
   table.touch(h);
 }
 
 bool ChannelDns::may_rewrite_to_channel(common::Bytes p) const {
   if (p.empty()) return false;
-  if (p[0] >> 4 == 4 && v4_ && p.size() >= 20) {
+  if (p[0] >> 4 == 4 && (v4_ || tunnel_.v4) && p.size() >= 20) {
     const std::size_t l4 = std::size_t{p[0] & 0x0fu} * 4;
     return (p[9] == kUdp || p[9] == kTcp) && p.size() >= l4 + 4 && word(p, l4 + 2) == kDnsPort;
   }
-  if (p[0] >> 4 == 6 && v6_ && p.size() >= 44) {
+  if (p[0] >> 4 == 6 && (v6_ || tunnel_.v6) && p.size() >= 44) {
     return (p[6] == kUdp || p[6] == kTcp) && word(p, 42) == kDnsPort;
   }
   return false;
@@ -109,8 +135,14 @@ bool ChannelDns::may_rewrite_to_channel(common::Bytes p) const {
 
 bool ChannelDns::may_rewrite_from_channel(common::Bytes p) const {
   if (p.empty()) return false;
-  if (p[0] >> 4 == 4 && v4_) return same_address(p, IpFamily::v4, 12, *v4_);
-  if (p[0] >> 4 == 6 && v6_) return same_address(p, IpFamily::v6, 8, *v6_);
+  if (p[0] >> 4 == 4 && p.size() >= 20) {
+    if (v4_ && same_address(p, IpFamily::v4, 12, *v4_)) return true;
+    return tunnel_.v4 && (from_dns_port(p, IpFamily::v4) || later_fragment(p, IpFamily::v4));
+  }
+  if (p[0] >> 4 == 6 && p.size() >= 40) {
+    if (v6_ && same_address(p, IpFamily::v6, 8, *v6_)) return true;
+    return tunnel_.v6 && (from_dns_port(p, IpFamily::v6) || later_fragment(p, IpFamily::v6));
+  }
   return false;
 }
 
@@ -120,14 +152,45 @@ bool ChannelDns::to_channel(std::span<std::uint8_t> p) {
   if (!parsed) return false;
   const common::IpPacket& ip = *parsed;
   if (ip.is_fragment || (!ip.udp && !ip.tcp) || ip.dst_port != kDnsPort) return false;
-  const IpAddress& to = *resolver(ip.family);
-  remember(ports_, port_key(ip.family, ip.src_port), ip.dst);
-  if (ip.dst == to) return false;
-  const std::size_t l4 = static_cast<std::size_t>(ip.ip_payload.data() - p.data());
-  rewrite(p, ip.family, address_at(ip.family, false), to, l4 + (ip.udp ? 6 : 16),
-          ip.udp.has_value());
-  ++redirected_;
-  return true;
+  const std::optional<IpAddress>& to = resolver(ip.family);
+  const std::optional<IpAddress>& from = tunnel(ip.family);
+  Kept kept;
+  if (to && ip.dst != *to) kept.asked = ip.dst;
+  if (from && ip.src != *from) kept.source = ip.src;
+  // Every query refreshes its port's entry, also one with nothing to rename, so that an
+  // earlier query's entry never renames a later one's answer.
+  remember(ports_, port_key(ip.family, ip.src_port), kept);
+  const std::size_t l4_check =
+      static_cast<std::size_t>(ip.ip_payload.data() - p.data()) + (ip.udp ? 6 : 16);
+  if (kept.asked) {
+    rewrite(p, ip.family, address_at(ip.family, false), *to, l4_check, ip.udp.has_value());
+    ++redirected_;
+  }
+  if (kept.source) {
+    rewrite(p, ip.family, address_at(ip.family, true), *from, l4_check, ip.udp.has_value());
+    ++sources_renamed_;
+  }
+  return kept.asked || kept.source;
+}
+
+bool ChannelDns::rename_answer(std::span<std::uint8_t> p, const common::IpPacket& ip,
+                               const Kept& kept, std::optional<std::size_t> l4_check) {
+  const std::optional<IpAddress>& r = resolver(ip.family);
+  const std::optional<IpAddress>& t = tunnel(ip.family);
+  bool renamed = false;
+  // Only the resolver's answers take the address asked; only those to the tunnel's address
+  // go back to the query's own source.
+  if (kept.asked && r && ip.src == *r) {
+    rewrite(p, ip.family, address_at(ip.family, true), *kept.asked, l4_check,
+            ip.udp.has_value());
+    renamed = true;
+  }
+  if (kept.source && t && ip.dst == *t) {
+    rewrite(p, ip.family, address_at(ip.family, false), *kept.source, l4_check,
+            ip.udp.has_value());
+    renamed = true;
+  }
+  return renamed;
 }
 
 bool ChannelDns::from_channel(std::span<std::uint8_t> p) {
@@ -135,28 +198,28 @@ bool ChannelDns::from_channel(std::span<std::uint8_t> p) {
   const auto parsed = common::parse_ip_packet(p);
   if (!parsed) return false;
   const common::IpPacket& ip = *parsed;
-  const std::size_t source = address_at(ip.family, true);
   if (!ip.has_l4_header) {  // a later fragment: as its first fragment
     const auto key = fragment_key(p, ip.family);
     const Table::Handle h = key ? fragments_.find(*key) : Table::npos;
     if (h == Table::npos) return false;
-    rewrite(p, ip.family, source, fragments_.value(h), std::nullopt, false);
-    return true;
+    return rename_answer(p, ip, fragments_.value(h), std::nullopt);
   }
   if ((!ip.udp && !ip.tcp) || ip.src_port != kDnsPort) return false;
   const Table::Handle h = ports_.find(port_key(ip.family, ip.dst_port));
   if (h == Table::npos) {
-    ++unmatched_;
+    if (resolver(ip.family) && ip.src == *resolver(ip.family)) ++unmatched_;
     return false;
   }
-  const IpAddress asked = ports_.value(h);
-  if (asked == ip.src) return false;
-  if (ip.is_fragment) {
-    if (const auto key = fragment_key(p, ip.family)) remember(fragments_, *key, asked);
-  }
+  const Kept kept = ports_.value(h);
   const std::size_t l4 = static_cast<std::size_t>(ip.ip_payload.data() - p.data());
-  rewrite(p, ip.family, source, asked, l4 + (ip.udp ? 6 : 16), ip.udp.has_value());
-  ++answered_;
+  const bool asked = kept.asked && resolver(ip.family) && ip.src == *resolver(ip.family);
+  const bool source = kept.source && tunnel(ip.family) && ip.dst == *tunnel(ip.family);
+  if (!rename_answer(p, ip, kept, l4 + (ip.udp ? 6 : 16))) return false;
+  if (ip.is_fragment) {
+    if (const auto key = fragment_key(p, ip.family)) remember(fragments_, *key, kept);
+  }
+  if (asked) ++answered_;
+  if (source) ++answers_to_source_;
   return true;
 }
 

@@ -18,7 +18,8 @@ EngineCore::EngineCore(const EngineConfig& config, EngineIo& io, std::uint64_t s
               config.relay_idle > Duration::zero() ? config.relay_idle : Duration(1), seed),
       held_(config.held_capacity, config.held_max_payload),
       reply_(std::make_unique<std::array<std::uint8_t, kMaxReplyPacket>>()),
-      dns_(config.channel_dns_v4, config.channel_dns_v6, 4096, seed),
+      dns_(config.channel_dns_v4, config.channel_dns_v6, 4096, seed,
+           TunnelAddresses{config.tunnel_v4, config.tunnel_v6}),
       dns_packet_(std::make_unique<std::array<std::uint8_t, kMaxReplyPacket>>()) {}
 
 void EngineCore::from_tun(common::Bytes ip_packet, Timestamp now) {

@@ -80,6 +80,9 @@ struct EngineConfig {
   // The channel's resolvers (channel_dns.hpp; the wg-quick file's DNS line): each family's
   // DNS queries into the channel go there. Unset: that family's keep their resolver.
   std::optional<common::IpAddress> channel_dns_v4, channel_dns_v6;
+  // The tunnel's (the TUN's) addresses, the wg-quick file's Address: a DNS query into the
+  // channel from another source leaves from these (channel_dns.hpp).
+  std::optional<common::IpAddress> tunnel_v4, tunnel_v6;
 };
 
 struct TrafficCounters {

@@ -44,7 +44,9 @@ nlohmann::json engine_status_json(const EngineCore& engine) {
     if (*r) resolvers.push_back((*r)->to_string());
   }
   j["channel"] = {{"dns", resolvers}, {"dns_redirected", dns.redirected()},
-                  {"dns_answered", dns.answered()}};
+                  {"dns_answered", dns.answered()},
+                  {"dns_sources_renamed", dns.sources_renamed()},
+                  {"dns_answers_to_source", dns.answers_to_source()}};
   j["relays"] = {{"open", engine.relays().size()},
                  {"capacity", engine.relays().capacity()},
                  {"opened", e.relays_opened},

@@ -44,6 +44,10 @@ tun::EngineConfig config() {
   c.channel_dns_v4 = quicstep::common::IpAddress::v4({198, 18, 0, 53});
   c.channel_dns_v6 = quicstep::common::IpAddress::v6(
       {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x53});
+  // A query from another source leaves from these, and its answer goes back.
+  c.tunnel_v4 = quicstep::common::IpAddress::v4({198, 19, 255, 2});
+  c.tunnel_v6 = quicstep::common::IpAddress::v6(
+      {0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02});
   return c;
 }
 

@@ -309,14 +309,19 @@ class TunEnginePaths(base.TunEngineLab):
         self.assertGreaterEqual(st["channel"]["dns_redirected"], 7)
         dns.assert_channel_capture(self, cpk, self.tunnel_addrs)
         # Sockets that name the native interface (IP_UNICAST_IF, as systemd-resolved's do):
-        # their UDP is routed again into the TUN, where its native source fails at the
-        # provider (TCP ignores IP_UNICAST_IF: its query takes the TUN as any other); bound
-        # ones (SO_BINDTODEVICE) are dropped. None leaks (the native capture above): before
-        # the quicstep_tun table their queries left natively.
+        # their UDP is routed again into the TUN with the native source, which the engine
+        # renames to the tunnel's (the provider refuses any other) and its answer back, so
+        # they get the channel resolver's truth (TCP ignores IP_UNICAST_IF: its query takes
+        # the TUN as any other). Bound ones (SO_BINDTODEVICE) are dropped: an answer from the
+        # TUN could not reach them. None leaks (the native capture above): before the
+        # quicstep_tun table their queries left natively.
         print(f"[dns] sockets that name the native interface: {bound}\n{counters}")
-        self.assertEqual(bound["unicast_if tcp v4"], dns.truth["v4"])
-        for name in ("unicast_if udp v4", "unicast_if udp v6", "bind udp v4"):
-            self.assertTrue(bound[name].startswith("error"), bound)
+        for name in ("unicast_if udp v4", "unicast_if tcp v4"):
+            self.assertEqual(bound[name], dns.truth["v4"], bound)
+        self.assertEqual(bound["unicast_if udp v6"], dns.truth["v6"], bound)
+        self.assertTrue(bound["bind udp v4"].startswith("error"), bound)
+        self.assertGreaterEqual(st["channel"]["dns_sources_renamed"], 2)
+        self.assertGreaterEqual(st["channel"]["dns_answers_to_source"], 2)
         rerouted, dropped = [int(line.split()[1]) for line in counters.splitlines()
                              if line.strip().startswith("packets")]
         self.assertGreaterEqual(rerouted, 2)

@@ -52,6 +52,12 @@ std::optional<EngineFiles> load_engine_files(const std::string& program,
                                                    : files.engine.channel_dns_v6;
     if (!slot) slot = a;
   }
+  // The tunnel's addresses: the first of each family on the Address line.
+  for (const IpPrefix& a : wg.config.addresses) {
+    auto& slot = a.address.family == common::IpFamily::v4 ? files.engine.tunnel_v4
+                                                           : files.engine.tunnel_v6;
+    if (!slot) slot = a.address;
+  }
   files.mtu = wg.config.mtu.value_or(1420);
   files.engine.held_max_payload = files.mtu;
   files.uapi_set = render_uapi_set(wg.config);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <span>
 #include <string>
 #include <tuple>
 
@@ -26,6 +27,9 @@ constexpr const char* kRouter6 = "fd00:1::1";
 constexpr const char* kResolver4 = "10.64.0.1";  // the channel's (the wg-quick DNS line)
 constexpr const char* kResolver6 = "fc00:bbbb::1";
 
+constexpr const char* kNative4 = "192.168.1.20";  // the native link's, a socket named it
+constexpr const char* kNative6 = "fd00:1::20";
+
 common::IpAddress address(const char* text) {
   std::array<std::uint8_t, 16> b{};
   if (inet_pton(AF_INET, text, b.data()) == 1) return common::IpAddress::v4({b[0], b[1], b[2], b[3]});
@@ -35,6 +39,13 @@ common::IpAddress address(const char* text) {
 
 ChannelDns both(std::size_t capacity = 64) {
   return ChannelDns(address(kResolver4), address(kResolver6), capacity);
+}
+
+// With the tunnel's addresses: queries from another source leave from them.
+ChannelDns with_tunnel(bool resolvers) {
+  return ChannelDns(resolvers ? std::optional(address(kResolver4)) : std::nullopt,
+                    resolvers ? std::optional(address(kResolver6)) : std::nullopt, 64, 0,
+                    TunnelAddresses{address(kApp4), address(kApp6)});
 }
 
 ByteVec udp(const char* src, const char* dst, std::uint16_t sport, std::uint16_t dport,
@@ -58,12 +69,26 @@ ByteVec tcp(const char* src, const char* dst, std::uint16_t sport, std::uint16_t
   return b.tcp(sport, dport).seq(7).payload("\x00\x05query").build();
 }
 
+// A query, what it must become in the channel, an answer from the channel, and what it must
+// become in the TUN.
+struct RoundTrip {
+  ByteVec query, sent, answer, renamed;
+};
+
+void expect_round_trips(ChannelDns& dns, std::span<const RoundTrip> cases) {
+  for (const RoundTrip& c : cases) {
+    ByteVec p = c.query;
+    EXPECT_TRUE(dns.to_channel(p));
+    EXPECT_EQ(p, c.sent);
+    p = c.answer;
+    EXPECT_TRUE(dns.from_channel(p));
+    EXPECT_EQ(p, c.renamed);
+  }
+}
+
 TEST(ChannelDns, AQueryGoesToTheResolverAndItsAnswerComesBackFromTheAddressAsked) {
   ChannelDns dns = both();
-  struct Case {
-    ByteVec query, redirected, answer, renamed;
-  };
-  const Case cases[] = {
+  const RoundTrip cases[] = {
       {udp(kApp4, kRouter4, 40000, 53), udp(kApp4, kResolver4, 40000, 53),
        udp(kResolver4, kApp4, 53, 40000, "answer"), udp(kRouter4, kApp4, 53, 40000, "answer")},
       {udp(kApp6, kRouter6, 40001, 53), udp(kApp6, kResolver6, 40001, 53),
@@ -73,14 +98,7 @@ TEST(ChannelDns, AQueryGoesToTheResolverAndItsAnswerComesBackFromTheAddressAsked
       {tcp(kApp6, kRouter6, 40003, 53), tcp(kApp6, kResolver6, 40003, 53),
        tcp(kResolver6, kApp6, 53, 40003), tcp(kRouter6, kApp6, 53, 40003)},
   };
-  for (const Case& c : cases) {
-    ByteVec p = c.query;
-    EXPECT_TRUE(dns.to_channel(p));
-    EXPECT_EQ(p, c.redirected);
-    p = c.answer;
-    EXPECT_TRUE(dns.from_channel(p));
-    EXPECT_EQ(p, c.renamed);
-  }
+  expect_round_trips(dns, cases);
   EXPECT_EQ(dns.redirected(), 4u);
   EXPECT_EQ(dns.answered(), 4u);
 }
@@ -175,6 +193,83 @@ TEST(ChannelDns, TheOldestPortGivesWayWhenTheTableIsFull) {
   a = udp(kResolver4, kApp4, 53, 40002, "answer");
   EXPECT_TRUE(dns.from_channel(a));
   EXPECT_EQ(dns.unmatched(), 1u);
+}
+
+TEST(ChannelDns, AQueryFromTheNativeSourceLeavesFromTheTunnelAndItsAnswerGoesBack) {
+  // A socket that named the native interface (systemd-resolved's IP_UNICAST_IF) had its
+  // query routed again into the TUN with the native source, which the provider refuses.
+  ChannelDns dns = with_tunnel(true);
+  const RoundTrip cases[] = {
+      {udp(kNative4, kRouter4, 40000, 53), udp(kApp4, kResolver4, 40000, 53),
+       udp(kResolver4, kApp4, 53, 40000, "answer"), udp(kRouter4, kNative4, 53, 40000, "answer")},
+      {udp(kNative6, kRouter6, 40001, 53), udp(kApp6, kResolver6, 40001, 53),
+       udp(kResolver6, kApp6, 53, 40001, "answer"), udp(kRouter6, kNative6, 53, 40001, "answer")},
+      {tcp(kNative4, kRouter4, 40002, 53), tcp(kApp4, kResolver4, 40002, 53),
+       tcp(kResolver4, kApp4, 53, 40002), tcp(kRouter4, kNative4, 53, 40002)},
+      {tcp(kNative6, kRouter6, 40003, 53), tcp(kApp6, kResolver6, 40003, 53),
+       tcp(kResolver6, kApp6, 53, 40003), tcp(kRouter6, kNative6, 53, 40003)},
+  };
+  expect_round_trips(dns, cases);
+  EXPECT_EQ(dns.redirected(), 4u);
+  EXPECT_EQ(dns.answered(), 4u);
+  EXPECT_EQ(dns.sources_renamed(), 4u);
+  EXPECT_EQ(dns.answers_to_source(), 4u);
+}
+
+TEST(ChannelDns, WithoutAResolverOnlyTheSourceIsRenamed) {
+  ChannelDns dns = with_tunnel(false);
+  EXPECT_FALSE(dns.enabled());
+  ByteVec q = udp(kNative4, kRouter4, 40000, 53);
+  ASSERT_TRUE(dns.to_channel(q));
+  EXPECT_EQ(q, udp(kApp4, kRouter4, 40000, 53));
+  ByteVec a = udp(kRouter4, kApp4, 53, 40000, "answer");
+  ASSERT_TRUE(dns.from_channel(a));
+  EXPECT_EQ(a, udp(kRouter4, kNative4, 53, 40000, "answer"));
+  // A query from the tunnel's own address is sent as it is.
+  ByteVec own = udp(kApp6, kRouter6, 40001, 53);
+  EXPECT_FALSE(dns.to_channel(own));
+  EXPECT_EQ(own, udp(kApp6, kRouter6, 40001, 53));
+  EXPECT_EQ(dns.redirected(), 0u);
+  EXPECT_EQ(dns.sources_renamed(), 1u);
+}
+
+TEST(ChannelDns, ALaterQueryFromTheTunnelOnTheSamePortKeepsItsAnswer) {
+  ChannelDns dns = with_tunnel(false);
+  ByteVec q = udp(kNative4, kRouter4, 40000, 53);
+  ASSERT_TRUE(dns.to_channel(q));
+  ByteVec own = udp(kApp4, kRouter4, 40000, 53);
+  EXPECT_FALSE(dns.to_channel(own));
+  ByteVec a = udp(kRouter4, kApp4, 53, 40000, "answer");
+  EXPECT_FALSE(dns.from_channel(a));  // the port's entry is the later query's: no rename
+  EXPECT_EQ(a, udp(kRouter4, kApp4, 53, 40000, "answer"));
+}
+
+TEST(ChannelDns, AFragmentedAnswerGoesBackToTheSourceFragmentByFragment) {
+  ChannelDns dns = with_tunnel(true);
+  const std::string body(600, 'b');
+  for (const auto& [app, native, router, resolver] :
+       {std::tuple{kApp4, kNative4, kRouter4, kResolver4},
+        std::tuple{kApp6, kNative6, kRouter6, kResolver6}}) {
+    const bool v6 = std::string_view(app).find(':') != std::string_view::npos;
+    ByteVec q = udp(native, router, 40000, 53);
+    ASSERT_TRUE(dns.to_channel(q));
+    const auto first = [&](const char* src, const char* dst) {
+      PacketBuilder b;
+      v6 ? b.ipv6(src, dst) : b.ipv4(src, dst);
+      return b.fragment(0, true, 0x4343).udp(53, 40000).payload(body).build();
+    };
+    const auto later = [&](const char* src, const char* dst) {
+      PacketBuilder b;
+      v6 ? b.ipv6(src, dst) : b.ipv4(src, dst);
+      return b.fragment(76, false, 0x4343).payload(body).build();
+    };
+    ByteVec p = first(resolver, app);
+    EXPECT_TRUE(dns.from_channel(p));
+    EXPECT_EQ(p, first(router, native)) << app;
+    p = later(resolver, app);
+    EXPECT_TRUE(dns.from_channel(p));
+    EXPECT_EQ(p, later(router, native)) << app;
+  }
 }
 
 }  // namespace
