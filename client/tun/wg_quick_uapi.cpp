@@ -190,7 +190,8 @@ std::optional<std::string> decode_key(std::string_view text, WgKey* key) {
 // Reads the lines of one file into a WgQuickLoad, collecting every error.
 class Parser {
  public:
-  Parser(std::string_view file, WgQuickLoad* out) : file_(file), out_(out) {}
+  Parser(std::string_view file, WgQuickLoad* out, const EndpointLookup& lookup)
+      : file_(file), out_(out), lookup_(lookup) {}
 
   void line(std::uint32_t n, std::string_view raw);
   void finish();
@@ -215,6 +216,7 @@ class Parser {
 
   std::string file_;
   WgQuickLoad* out_;
+  const EndpointLookup& lookup_;
   std::uint32_t line_ = 0;
   Section section_ = Section::none;
   std::uint32_t section_line_ = 0;
@@ -453,8 +455,9 @@ std::optional<std::uint32_t> Parser::number_or_off(const KeyInfo& info, std::str
   return std::nullopt;
 }
 
-// "a.b.c.d:port" or "[v6]:port", port 1-65535. A name is refused with its own message: the
-// engine never resolves one (docs/DESIGN.md: names are resolved in Java on Android).
+// "a.b.c.d:port", "[v6]:port" or "name:port", port 1-65535. A name is looked up by the
+// caller's lookup, or refused with its own message without one: the engine never resolves
+// one (docs/DESIGN.md: names are resolved in Java on Android).
 std::optional<WgEndpoint> Parser::endpoint(std::string_view value) {
   std::optional<common::IpAddress> address;
   std::string_view host;
@@ -474,11 +477,20 @@ std::optional<WgEndpoint> Parser::endpoint(std::string_view value) {
   }
   const auto number = parse_decimal(port, 65535);
   if (address && number && *number >= 1) {
-    return WgEndpoint{*address, static_cast<std::uint16_t>(*number)};
+    return WgEndpoint{*address, static_cast<std::uint16_t>(*number), {}};
   }
-  if (!address && is_host_name(host)) {
+  if (!address && is_host_name(host) && number && *number >= 1 && lookup_) {
+    auto found = lookup_(std::string(host));
+    if (found) {
+      return WgEndpoint{*found, static_cast<std::uint16_t>(*number), std::string(host)};
+    }
+    error("Endpoint " + quote(value) + ": " + found.error().message);
+  } else if (!address && is_host_name(host) && !lookup_) {
     error("Endpoint has a host name, not an address: " + quote(value) +
           " (names are resolved before the engine, which never looks one up)");
+  } else if (lookup_) {
+    error("Endpoint is not address:port, [IPv6 address]:port or name:port with a port in "
+          "1-65535: " + quote(value));
   } else {
     error("Endpoint is not address:port or [IPv6 address]:port with a port in 1-65535: " +
           quote(value));
@@ -509,9 +521,10 @@ std::string key_to_hex(const WgKey& key) {
   return hex;
 }
 
-WgQuickLoad parse_wg_quick(std::string_view text, std::string_view file) {
+WgQuickLoad parse_wg_quick(std::string_view text, std::string_view file,
+                           const EndpointLookup& lookup) {
   WgQuickLoad out;
-  Parser parser(file, &out);
+  Parser parser(file, &out, lookup);
   std::uint32_t n = 0;
   while (true) {
     const auto newline = text.find('\n');

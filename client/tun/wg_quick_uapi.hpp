@@ -7,8 +7,10 @@
 // on Linux: [Interface] and [Peer] sections, `Key = value` lines, keys and section names
 // case-insensitive, `#` comments to the end of the line, blank lines, CRLF or LF; Address,
 // DNS and AllowedIPs take comma-separated lists and may repeat. Keys are 32 bytes in
-// standard base64 in the file and lowercase hex in the UAPI; endpoints are numeric, since
-// names are resolved before the engine (in Java on Android), never in it.
+// standard base64 in the file and lowercase hex in the UAPI. An Endpoint's host name is
+// looked up by the caller's EndpointLookup, before the engine starts (the Linux frontend's
+// getaddrinfo); without one, endpoints must be numeric (on Android the app resolves names in
+// Java: the engine's own lookups would enter its VPN), never resolved in the engine.
 //
 // Refused, with the file, the line and the bad value quoted (core::ConfigError, as
 // parse_config): every error found is reported, not only the first.
@@ -22,8 +24,9 @@
 //     MTU not 1280-65535; PersistentKeepalive neither `off` nor 0-65535;
 //   - an Address or AllowedIPs item that is not a numeric address with an optional /length
 //     within its family's bits; a DNS item neither an address nor a search domain;
-//   - an Endpoint that is not `a.b.c.d:port` or `[v6]:port` with a port in 1-65535; one
-//     whose host is a name gets its own message (resolve it before the engine);
+//   - an Endpoint that is not `a.b.c.d:port`, `[v6]:port` or `name:port` with a port in
+//     1-65535; a name without an EndpointLookup, or one that the lookup could not resolve
+//     (its reason quoted);
 //   - a missing [Interface], a missing [Peer], or a section without its required keys:
 //     [Interface] PrivateKey and Address (the TUN's address is the tunnel address), [Peer]
 //     PublicKey, Endpoint (the engine starts the handshake) and AllowedIPs. These are the
@@ -39,12 +42,14 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "client/core/policy_config.hpp"
+#include "common/error.hpp"
 #include "common/ip_packet.hpp"
 
 namespace quicstep::client::tun {
@@ -67,6 +72,7 @@ struct IpPrefix {
 struct WgEndpoint {
   common::IpAddress address;
   std::uint16_t port = 0;  // 1-65535
+  std::string host;        // the name the file gave, looked up to `address`; empty: numeric
 
   // "198.18.0.1:51820", "[2001:db8::1]:51820": the form the UAPI's endpoint= takes.
   std::string to_string() const;
@@ -108,9 +114,15 @@ struct WgQuickLoad {
   bool ok() const { return errors.empty(); }
 };
 
+// Looks up an Endpoint's host name: an address, or why not (a sentence with the system's
+// reason). Called once per name, at start-up.
+using EndpointLookup =
+    std::function<common::Result<common::IpAddress, common::Failure>(const std::string& host)>;
+
 // Parses the wg-quick `text`; `file` names it in errors ("wg0.conf:4: ..."). Errors: the
-// header's list.
-WgQuickLoad parse_wg_quick(std::string_view text, std::string_view file);
+// header's list. `lookup` empty: host names are refused.
+WgQuickLoad parse_wg_quick(std::string_view text, std::string_view file,
+                           const EndpointLookup& lookup = {});
 
 // The UAPI request that configures a helper's device from `config`: "set=1", then
 // private_key, listen_port and fwmark (each only when set), replace_peers=true, and for each

@@ -115,8 +115,10 @@ class ResolverLab:
     client's resolv.conf names it; the provider's resolver (dnsmasq on the provider's tunnel
     addresses, what a wg-quick file's DNS line names) tells the truth and holds a TXT record
     of 2 KB, more than the channel's MTU, so its answer crosses the channel in fragments.
-    `test` gets cleanups for both resolvers and the resolv.conf."""
+    `test` gets cleanups for both resolvers and the resolv.conf. The ISP's resolver also
+    knows the provider's WireGuard endpoint by name (PROVIDER_NAME), as a VPN's is public."""
     LIE = ("198.18.200.1", "2001:db8:200::1")
+    PROVIDER_NAME = "vpn.provider.test"
 
     def __init__(self, test, lab, procs, work):
         c, prov = lab["client"], lab["provider"]
@@ -128,7 +130,8 @@ class ResolverLab:
         upstream = lab["dns"]["v4"]
         for netns, addresses, name, records in (
                 (lab["censor"]["netns"], self.isp, "isp",
-                 [f"--address=/blocked.test/{a}" for a in self.LIE]),
+                 [f"--address=/blocked.test/{a}" for a in self.LIE] +
+                 [f"--host-record={self.PROVIDER_NAME},{prov['v4']},{prov['v6']}"]),
                 (prov["netns"], self.resolver, "provider",
                  ["--txt-record=big.test," + ",".join(self.strings), "--edns-packet-max=4096"])):
             p = start_resolver(procs, netns, addresses, upstream,

@@ -19,7 +19,8 @@ namespace quicstep::client::tun {
 
 std::optional<EngineFiles> load_engine_files(const std::string& program,
                                              const std::string& wg_config,
-                                             const std::string& policy_config) {
+                                             const std::string& policy_config,
+                                             const EndpointLookup& lookup) {
   std::ifstream in(wg_config);
   if (!in) {
     std::fprintf(stderr, "%s: cannot read %s: %s\n", program.c_str(), wg_config.c_str(),
@@ -28,13 +29,19 @@ std::optional<EngineFiles> load_engine_files(const std::string& program,
   }
   std::stringstream text;
   text << in.rdbuf();
-  const WgQuickLoad wg = parse_wg_quick(text.str(), wg_config);
+  const WgQuickLoad wg = parse_wg_quick(text.str(), wg_config, lookup);
   for (const auto& e : wg.errors) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.to_string().c_str());
   }
   if (!wg.ok()) return std::nullopt;
   for (const auto& i : wg.ignored) {
     spdlog::info("{}:{}: {} is wg-quick's, ignored", wg_config, i.line, i.key);
+  }
+  for (const WgPeer& p : wg.config.peers) {
+    if (!p.endpoint.host.empty()) {
+      spdlog::info("{}:{}: Endpoint {} is {} (looked up once, at start)", wg_config, p.line,
+                   p.endpoint.host, p.endpoint.to_string());
+    }
   }
   EngineFiles files;
   files.wg = wg.config;

@@ -28,9 +28,11 @@ struct EngineFiles {
 
 // Reads both files. Every error is written to stderr as "`program`: file:line: ...", each
 // key the engine ignores is logged; returns nothing when the engine must not start.
+// `lookup`: for Endpoint host names (the Linux frontend's); empty: names are refused.
 std::optional<EngineFiles> load_engine_files(const std::string& program,
                                              const std::string& wg_config,
-                                             const std::string& policy_config);
+                                             const std::string& policy_config,
+                                             const EndpointLookup& lookup = {});
 
 // Starts the WireGuard helper, and again after each failure (250 ms, doubling to 10 s, each
 // failure logged) until it runs or `stopping` is set (then: nothing). A helper that cannot

@@ -33,6 +33,7 @@
 #include "client/tun/io/fd_exchange.hpp"
 #include "client/tun/io/tun_device.hpp"
 #include "client/tun/io/wg_helper_process.hpp"
+#include "client/tun/linux/endpoint_lookup.hpp"
 #include "client/tun/linux/tun_routes.hpp"
 #include "client/tun/wg_quick_uapi.hpp"
 #include "quicstep_version.hpp"
@@ -146,7 +147,8 @@ int main(int argc, char** argv) {
   CLI::App app{"quicstep-tun: QUICstep's TUN engine (DNS, TCP and QUIC handshakes through a "
                "WireGuard channel of its own; QUIC data natively)"};
   app.set_version_flag("--version", std::string("quicstep-tun ") + quicstep::kVersion);
-  app.add_option("--wg-config", o.wg_config, "the channel's wg-quick file (numeric endpoints)");
+  app.add_option("--wg-config", o.wg_config,
+                 "the channel's wg-quick file (an Endpoint's name is looked up once, at start)");
   app.add_option("--config", o.config,
                  "quicstepd.toml: the classifier's policy and the [tun] table (device, "
                  "wg_config, table, fwmark, control_socket, offload); options override it");
@@ -188,7 +190,8 @@ int main(int argc, char** argv) {
   if (o.helper.empty()) o.helper = default_helper();
 
   const std::optional<tun::EngineFiles> files =
-      tun::load_engine_files("quicstep-tun", o.wg_config, o.config);
+      tun::load_engine_files("quicstep-tun", o.wg_config, o.config,
+                             [](const std::string& host) { return tun::look_up_endpoint(host); });
   if (!files) return 2;
   const unsigned mtu = files->mtu;
 

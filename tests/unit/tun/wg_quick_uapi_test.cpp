@@ -285,6 +285,49 @@ TEST(WgQuickUapi, RefusesHostNameEndpoints) {
   });
 }
 
+TEST(WgQuickUapi, LooksUpAHostNameEndpointWithTheCallersLookup) {
+  const std::string base = minimal_file();
+  const auto at = base.find("198.18.0.1:51820");
+  auto with = [&](std::string_view endpoint) {
+    return std::string(base).replace(at, 16, endpoint);
+  };
+  std::vector<std::string> asked;
+  const EndpointLookup lookup =
+      [&](const std::string& host) -> common::Result<common::IpAddress, common::Failure> {
+    asked.push_back(host);
+    if (host == "vpn.example.com") return common::IpAddress::v4({198, 18, 0, 7});
+    if (host == "v6.example.com") {
+      return common::IpAddress::v6({0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7});
+    }
+    return common::Failure("cannot look up " + host + ": Name or service not known");
+  };
+  WgQuickLoad load = parse_wg_quick(with("vpn.example.com:1637"), "wg0.conf", lookup);
+  ASSERT_TRUE(load.ok()) << load.errors.front().to_string();
+  EXPECT_EQ(load.config.peers.at(0).endpoint.to_string(), "198.18.0.7:1637");
+  EXPECT_EQ(load.config.peers.at(0).endpoint.host, "vpn.example.com");
+  EXPECT_NE(render_uapi_set(load.config).find("\nendpoint=198.18.0.7:1637\n"), std::string::npos);
+  load = parse_wg_quick(with("v6.example.com:51820"), "wg0.conf", lookup);
+  ASSERT_TRUE(load.ok());
+  EXPECT_EQ(load.config.peers.at(0).endpoint.to_string(), "[2001:db8::7]:51820");
+  // A numeric endpoint is not looked up.
+  asked.clear();
+  load = parse_wg_quick(base, "wg0.conf", lookup);
+  ASSERT_TRUE(load.ok());
+  EXPECT_TRUE(asked.empty());
+  EXPECT_TRUE(load.config.peers.at(0).endpoint.host.empty());
+  // A name the lookup cannot resolve, and a name without a port.
+  load = parse_wg_quick(with("gone.example.com:51820"), "wg0.conf", lookup);
+  ASSERT_EQ(load.errors.size(), 1u);
+  EXPECT_EQ(load.errors[0].to_string(),
+            "wg0.conf:7: Endpoint 'gone.example.com:51820': cannot look up gone.example.com: "
+            "Name or service not known");
+  load = parse_wg_quick(with("vpn.example.com"), "wg0.conf", lookup);
+  ASSERT_EQ(load.errors.size(), 1u);
+  EXPECT_EQ(load.errors[0].to_string(),
+            "wg0.conf:7: Endpoint is not address:port, [IPv6 address]:port or name:port with a "
+            "port in 1-65535: 'vpn.example.com'");
+}
+
 TEST(WgQuickUapi, RefusesNumbersOutOfRange) {
   expect_cases({
       {"ListenPort 65536", minimal_file("ListenPort = 65536\n"),
