@@ -22,7 +22,7 @@
 #include "client/daemon/channel.hpp"
 #include "client/daemon/channel_health.hpp"
 #include "client/daemon/control_server.hpp"
-#include "client/daemon/healer.hpp"
+#include "client/kernel/healer.hpp"
 #include "client/daemon/native_path.hpp"
 #include "client/daemon/queue_path.hpp"
 #include "client/daemon/routed_path.hpp"

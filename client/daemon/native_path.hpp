@@ -25,7 +25,7 @@
 
 #include "client/core/classifier.hpp"
 #include "client/core/policy_config.hpp"
-#include "client/daemon/healer.hpp"
+#include "client/kernel/healer.hpp"
 #include "client/daemon/status.hpp"
 #include "client/kernel/kernel_rules.hpp"
 #include "client/kernel/nft_rules.hpp"
@@ -35,6 +35,13 @@
 #include "common/timestamp.hpp"
 
 namespace quicstep::client::daemon {
+
+// Self-healing's pieces (client/core/reconciler.hpp, client/kernel/healer.hpp; quicstep-tun
+// heals its own with them too).
+using core::Piece;
+using core::PieceState;
+using kernel::Healer;
+using kernel::OwnedPiece;
 
 // What the daemon shares with its native path. References into the daemon, which outlives
 // the path; the classifier and the config may be replaced by a reload (read them through

@@ -1,5 +1,5 @@
 // KernelProbe: reads over netlink (libmnl, no program started) the kernel state that the
-// daemon's self-healing checks (client/daemon/healer.hpp): whether an nft table exists, how
+// daemon's self-healing checks (client/kernel/healer.hpp): whether an nft table exists, how
 // many policy-routing rules sit at each priority, whether a table has a default route through
 // a device. Each read is one request and its answer, microseconds: cheap enough to run on
 // every announcement of a change and every 500 ms. Control plane; not thread-safe.

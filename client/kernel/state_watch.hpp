@@ -1,5 +1,5 @@
 // StateWatch: the kernel's announcements of changes to the state the daemon owns, so that
-// self-healing (client/daemon/healer.hpp) checks at once instead of at its next periodic
+// self-healing (client/kernel/healer.hpp) checks at once instead of at its next periodic
 // check: rtnetlink's rule groups (RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE), route groups (a
 // deleted route; a new default route), address groups (an address added or removed: the
 // native source may follow), link group (a device down or up, gone or new) and tc group (a

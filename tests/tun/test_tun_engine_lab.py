@@ -7,7 +7,8 @@ header from the client, and >= 99% of the QUIC bytes; at the provider the handsh
 and as many channel bytes as the engine's status reports (2%). IPv4 and IPv6. Then kill -9
 of the WireGuard helper and of the engine mid-transfer: no leak, and a new fetch works
 (the helper restarted by the engine; the engine restarted by hand, as its supervisor would).
-A clean stop removes the TUN and its rules."""
+A clean stop removes the TUN and its rules; what other tools remove while it runs (the nft
+table, the rules, the TUN's routes) it puts back."""
 import json
 import os
 import signal
@@ -249,6 +250,40 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         engine = self.start_engine()
         self.fetch(self.srv_v4, "after-engine")
         self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
+
+    def test_5_heals_what_other_tools_remove(self):
+        """While the engine runs, other tools remove what quicstep-tun put in the kernel, as a
+        firewall's reload (`nft flush ruleset`), a script (our rules deleted) or a network
+        manager (the TUN set down: its routes and IPv6 address go) do. Each piece is put back
+        by the engine (its status counts the removal and the restore), then DNS through the
+        channel and a fetch work, and the native capture holds no leak."""
+        cn, native, cp, channel = self.captures("healing")
+        engine = self.start_engine()
+        faults = (("nft_table", [["nft", "flush", "ruleset"]]),
+                  ("ip_rules", [["ip", "-4", "rule", "del", "priority", "30500"],
+                                ["ip", "-6", "rule", "del", "priority", "30500"]]),
+                  ("channel_routes", [["ip", "link", "set", TUN, "down"]]))
+        for piece, commands in faults:
+            restores = self.status()["healing"]["pieces"][piece]["restores"]
+            start = time.time()
+            for cmd in commands:
+                self.run_ns(*cmd)
+            back = wait_for(lambda: self.status()["healing"]["pieces"][piece]["restores"]
+                            > restores, engine, seconds=5)
+            took = time.time() - start
+            self.assertTrue(back, f"{piece}: not put back: {self.status()['healing']}")
+            self.assertEqual(self.tun_state(), {"tun": True, "rules": True, "nft": True}, piece)
+            wait_for(lambda: self.dig() != "", engine, seconds=10)
+            self.fetch(self.srv_v4, f"after-{piece}-v4")
+            self.fetch(self.srv_v6, f"after-{piece}-v6")
+            print(f"\n[healing] {piece} put back within {took:.2f} s; then DNS and fetches")
+        healing = self.status()["healing"]
+        print(f"[healing] {json.dumps(healing)}")
+        for piece, _ in faults:
+            self.assertEqual(healing["pieces"][piece]["state"], "ok", piece)
+            self.assertGreaterEqual(healing["pieces"][piece]["removals"], 1, piece)
+        self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
+        self.read_captures((cn, cp), native, channel)
 
     def test_4_a_family_without_a_tunnel_address_is_blocked_not_native(self):
         """A wg-quick file with an IPv4 address only: IPv6 must not take the main table (its

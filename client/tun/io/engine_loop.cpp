@@ -124,9 +124,10 @@ void EngineLoop::serve_control(net::UniqueFd listener, ControlAnswer answer) {
   watch(control_.get(), kControl);
 }
 
-void EngineLoop::watch_network(int fd, std::function<void()> on_readable) {
-  on_network_ = std::move(on_readable);
-  watch(fd, kNetwork);
+bool EngineLoop::watch_descriptor(int fd, std::function<void()> on_readable) {
+  if (watched_.size() >= kMaxWatched || !watch(fd, kWatchedBase + watched_.size())) return false;
+  watched_.push_back(std::move(on_readable));
+  return true;
 }
 
 void EngineLoop::network_changed(ChangedFamilies changed) {
@@ -194,8 +195,8 @@ std::string EngineLoop::run() {
         [[maybe_unused]] const ssize_t r = ::read(wake_.get(), &value, sizeof value);
       } else if (source == kControl) {
         answer_control();
-      } else if (source == kNetwork) {
-        if (on_network_) on_network_();
+      } else if (source >= kWatchedBase && source < kRelayBase) {
+        watched_[source - kWatchedBase]();
       } else if (source >= kRelayBase) {
         drain_relay(static_cast<RelayId>(source - kRelayBase), now);
       }

@@ -86,9 +86,11 @@ class EngineLoop final : public EngineIo {
   // within 200 ms is closed.
   using ControlAnswer = std::function<std::string(const std::string& request)>;
   void serve_control(net::UniqueFd listener, ControlAnswer answer);
-  // One more descriptor the frontend watches through this loop (a netlink socket for the
-  // network's changes): `on_readable` runs when it is readable and must drain it.
-  void watch_network(int fd, std::function<void()> on_readable);
+  // A descriptor the frontend watches through this loop (a netlink socket for the network's
+  // changes, the self-healing's announcements and timer): `on_readable` runs when it is
+  // readable and must drain it. At most kMaxWatched; false when it could not be added.
+  bool watch_descriptor(int fd, std::function<void()> on_readable);
+  static constexpr std::size_t kMaxWatched = 8;
   // The device's network changed: every relay of a changed family is opened again on it
   // (EngineCore), after what every relay's socket already holds has been written into the
   // TUN.
@@ -117,7 +119,11 @@ class EngineLoop final : public EngineIo {
 
  private:
   // Where an epoll event comes from: these, or kRelayBase + a relay id.
-  enum Source : std::uint64_t { kTun = 1, kChannel, kTimer, kWake, kControl, kNetwork, kRelayBase = 16 };
+  enum Source : std::uint64_t {
+    kTun = 1, kChannel, kTimer, kWake, kControl,
+    kWatchedBase = 8,  // + the index of a watch_descriptor
+    kRelayBase = kWatchedBase + kMaxWatched,
+  };
   bool watch(int fd, std::uint64_t source);
   std::string drain_tun(common::Timestamp now);
   std::string drain_tun_packets(common::Timestamp now);
@@ -139,7 +145,7 @@ class EngineLoop final : public EngineIo {
   net::UniqueFd wake_;
   net::UniqueFd control_;
   ControlAnswer control_answer_;
-  std::function<void()> on_network_;
+  std::vector<std::function<void()>> watched_;  // by watch_descriptor's order
   std::vector<int> relay_fds_;  // by relay id; -1 when closed
   std::vector<std::uint8_t> buffer_;
   TunFormat format_;

@@ -102,6 +102,7 @@ std::string EngineRunner::answer(const std::string& request) {
     j["offloads"] = {{"vnet_header", f.vnet_header}, {"udp_gso", f.udp_gso},
                      {"relay_gro", f.relay_gro}, {"relay_gso", f.relay_gso}};
     j["helper_pid"] = helper_pid();
+    if (more_status_) more_status_(j);
     return j.dump() + "\n";
   }
   if (request == "network-changed") {

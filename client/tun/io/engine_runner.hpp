@@ -7,8 +7,11 @@
 
 #include <signal.h>
 
+#include <functional>
 #include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "client/tun/engine_core.hpp"
 #include "client/tun/io/engine_loop.hpp"
@@ -52,6 +55,8 @@ class EngineRunner {
   // the loop's counters), `network-changed` (the frontend's system told it: Android's
   // ConnectivityManager; Linux uses rtnetlink and calls network_changed() itself).
   std::string answer(const std::string& request);
+  // What the frontend adds to `status` (quicstep-tun: its self-healing's "healing").
+  void add_status(std::function<void(nlohmann::json&)> more) { more_status_ = std::move(more); }
   // Re-binds the relays of the changed families (the control socket's request: both) and
   // the helper's sockets on the current network.
   void network_changed(ChangedFamilies changed = {});
@@ -66,6 +71,7 @@ class EngineRunner {
   WgHelperOptions options_;
   std::string uapi_set_;
   std::optional<WgHelperProcess> helper_;
+  std::function<void(nlohmann::json&)> more_status_;
 };
 
 }  // namespace quicstep::client::tun

@@ -34,6 +34,7 @@
 #include "client/tun/io/tun_device.hpp"
 #include "client/tun/io/wg_helper_process.hpp"
 #include "client/tun/linux/endpoint_lookup.hpp"
+#include "client/tun/linux/tun_healing.hpp"
 #include "client/tun/linux/tun_routes.hpp"
 #include "client/tun/wg_quick_uapi.hpp"
 #include "quicstep_version.hpp"
@@ -250,7 +251,7 @@ int main(int argc, char** argv) {
   // it, and their flows' servers see the address change and migrate.
   NetworkWatch network;
   if (network.open()) {
-    loop.watch_network(network.fd(), [&] {
+    loop.watch_descriptor(network.fd(), [&] {
       const tun::ChangedFamilies changed = network.changed();
       if (!changed.v4 && !changed.v6) return;
       spdlog::info("network changed: native source {}; {} relays and the channel re-bound",
@@ -260,6 +261,19 @@ int main(int argc, char** argv) {
     });
   } else {
     spdlog::warn("no rtnetlink watch: network changes are not followed");
+  }
+  // Self-healing: the rules, routes and nft table that another tool removes are put back.
+  tun::TunHealing healing(routing);
+  if (o.no_routes) {
+    // The caller's routes: not ours to put back.
+  } else if (auto opened = healing.open(); !opened) {
+    spdlog::warn("self-healing off: {}", opened.error().message);
+  } else if (!loop.watch_descriptor(healing.route_fd(), [&] { healing.on_route(); }) ||
+             !loop.watch_descriptor(healing.nft_fd(), [&] { healing.on_nft(); }) ||
+             !loop.watch_descriptor(healing.timer_fd(), [&] { healing.on_timer(); })) {
+    spdlog::warn("self-healing off: its descriptors could not join the loop");
+  } else {
+    runner.add_status([&](nlohmann::json& j) { j["healing"] = healing.status_json(); });
   }
   g_loop = &loop;
   spdlog::info("quicstep-tun {}: {} up, WireGuard helper pid {}; offloads: {}",

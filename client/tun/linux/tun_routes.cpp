@@ -55,7 +55,7 @@ std::string guard_ruleset(const TunRouting& r) {
   return o.str();
 }
 
-common::Outcome install_routes(const TunRouting& r) {
+common::Outcome install_device_routes(const TunRouting& r) {
   // No IPv6 link-local address: the TUN has no link to solicit routers or report multicast
   // listeners on, and such packets would only load the channel (whose provider drops them).
   if (auto ok = ip({"link", "set", "dev", r.device, "addrgenmode", "none"}); !ok) return ok;
@@ -76,15 +76,31 @@ common::Outcome install_routes(const TunRouting& r) {
             : std::vector<std::string>{flag, "route", "replace", "unreachable", "default",
                                        "table", std::to_string(r.table)};
     if (auto ok = ip(route); !ok) return ok;
+  }
+  return {};
+}
+
+common::Outcome install_rules(const TunRouting& r) {
+  for (const char* flag : {"-4", "-6"}) {
     // Replace, not add: a rule left by an engine that died is taken over, not doubled.
     (void)ip(rule(r, flag, "del"));
     if (auto ok = ip(rule(r, flag, "add")); !ok) return ok;
   }
+  return {};
+}
+
+common::Outcome install_guard(const TunRouting& r) {
   const std::vector<std::string> nft{"nft", "-f", "-"};
   if (const net::ProcessResult done = net::run_process(nft, guard_ruleset(r)); !done.ok()) {
     return common::Failure(net::describe(nft, done));
   }
   return {};
+}
+
+common::Outcome install_routes(const TunRouting& r) {
+  if (auto ok = install_device_routes(r); !ok) return ok;
+  if (auto ok = install_rules(r); !ok) return ok;
+  return install_guard(r);
 }
 
 void remove_routes(const TunRouting& r) {

@@ -15,8 +15,9 @@
 // counts), into the TUN; and what still leaves on another device without the engine's mark
 // (a bound socket, a link-local destination) is dropped at postrouting if it is TCP, DNS or
 // to a QUIC port, counted (`nft list counters table inet quicstep_tun`). A re-routed packet
-// enters the TUN with the native source address, which the provider refuses: the query
-// fails closed (to make it work, point the resolver at the TUN: client/tun/README.md). Only
+// enters the TUN with the native source address, which the provider refuses: a DNS query
+// the engine sends from the tunnel's address instead (client/tun/channel_dns.hpp); TCP or
+// QUIC from such a socket fails closed. Only
 // TCP, DNS and the QUIC ports are routed again or dropped, and multicast, broadcast and
 // link-local destinations never routed again: the link's own traffic (neighbour discovery to
 // a global next hop, which a first version routed into the TUN, breaking IPv6 natively in
@@ -24,7 +25,10 @@
 //
 // The routes and rules stay when the engine dies, and so does the (persistent) TUN: the
 // traffic that needs a decision then meets a device nobody reads — no traffic, never a
-// leak. remove_routes() undoes them (a clean stop, or `quicstep-tun --cleanup`).
+// leak. remove_routes() undoes them (a clean stop, or `quicstep-tun --cleanup`). While the
+// engine runs, another tool that removes a part (`ip rule flush`, `nft flush ruleset`, the
+// device set down) gets it put back (tun_healing.hpp); meanwhile the nft table's guard, or
+// the rule while the table is gone, keeps TCP, DNS and the QUIC ports off the native link.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +58,11 @@ std::string guard_ruleset(const TunRouting& routing);
 // Sets the device up with its addresses and MTU, the table's default routes, the rules and
 // the nft table. Idempotent (replaces what is there). Errors: the `ip` command that failed and its output.
 common::Outcome install_routes(const TunRouting& routing);
+// Its three parts, each idempotent, for self-healing (tun_healing.hpp) to put back one:
+// the device (up, MTU, addresses) and the table's default routes; the rules; the nft table.
+common::Outcome install_device_routes(const TunRouting& routing);
+common::Outcome install_rules(const TunRouting& routing);
+common::Outcome install_guard(const TunRouting& routing);
 
 // Removes the rules, flushes the table and deletes the nft table; what is already gone is
 // no error, so it never fails.

@@ -1,13 +1,13 @@
 // Reconciler: a removed piece is restored at once; a piece another tool keeps removing backs
 // off exponentially (no fight in a loop) and stays reported; failed restores are retried
 // with back-off; a piece put back by someone else is ok again; recovery times.
-#include "client/daemon/reconciler.hpp"
+#include "client/core/reconciler.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 
-namespace quicstep::client::daemon {
+namespace quicstep::client::core {
 namespace {
 
 using namespace std::chrono_literals;
@@ -177,4 +177,4 @@ TEST(Reconciler, Names) {
 }
 
 }  // namespace
-}  // namespace quicstep::client::daemon
+}  // namespace quicstep::client::core

@@ -208,7 +208,7 @@ TEST(EngineLoop, ANetworkChangeDeliversWhatTheOldRelaySocketHolds) {
   socklen_t relay_address_len = 0;
   const std::vector<ByteVec> last = {short_header(400, 0x51), short_header(401, 0x52),
                                      short_header(402, 0x53)};
-  loop.watch_network(change.get(), [&] {
+  ASSERT_TRUE(loop.watch_descriptor(change.get(), [&] {
     std::uint64_t value = 0;
     [[maybe_unused]] const ssize_t r = read(change.get(), &value, sizeof value);
     // Queued on the relay's socket (loopback: at once), while this thread cannot read it.
@@ -217,7 +217,7 @@ TEST(EngineLoop, ANetworkChangeDeliversWhatTheOldRelaySocketHolds) {
              reinterpret_cast<const sockaddr*>(&relay_address), relay_address_len);
     }
     loop.network_changed();
-  });
+  }));
   struct Running {  // stopped and joined however the test ends
     EngineLoop& loop;
     std::thread thread;

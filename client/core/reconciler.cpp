@@ -1,8 +1,8 @@
-#include "client/daemon/reconciler.hpp"
+#include "client/core/reconciler.hpp"
 
 #include <algorithm>
 
-namespace quicstep::client::daemon {
+namespace quicstep::client::core {
 
 std::string_view to_string(Piece p) {
   switch (p) {
@@ -124,4 +124,4 @@ bool Reconciler::healthy() const {
                      [](const Entry& e) { return e.status.state == PieceState::ok; });
 }
 
-}  // namespace quicstep::client::daemon
+}  // namespace quicstep::client::core

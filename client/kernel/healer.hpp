@@ -1,5 +1,6 @@
 // Healer: the daemon's self-healing (docs/DESIGN.md invariant 6), the I/O half around the
-// Reconciler (reconciler.hpp, the decisions). The daemon registers each piece of kernel state
+// Reconciler (client/core/reconciler.hpp, the decisions); quicstepd's and quicstep-tun's
+// (client/tun/linux/tun_healing.hpp). The daemon registers each piece of kernel state
 // it owns with a check (is it there?) and a restore (put it back with the installer that put
 // it there first); check() runs when the kernel announces a change (StateWatch) and every
 // 500 ms. A piece found missing is restored in the same turn; one another tool keeps
@@ -15,10 +16,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/daemon/reconciler.hpp"
+#include "client/core/reconciler.hpp"
 #include "common/error.hpp"
 
-namespace quicstep::client::daemon {
+namespace quicstep::client::kernel {
+
+using common::Timestamp;
+using core::Piece;
+using core::PieceState;
+using core::PieceStatus;
+using core::Reconciler;
+using core::ReconcilerOptions;
 
 struct OwnedPiece {
   Piece piece;
@@ -62,4 +70,4 @@ class Healer {
   std::uint64_t checks_ = 0;
 };
 
-}  // namespace quicstep::client::daemon
+}  // namespace quicstep::client::kernel

@@ -1,4 +1,4 @@
-#include "client/daemon/healer.hpp"
+#include "client/kernel/healer.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,10 @@
 
 #include "net/clock.hpp"
 
-namespace quicstep::client::daemon {
+namespace quicstep::client::kernel {
+
+using common::Duration;
+using core::Action;
 namespace {
 
 double ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -83,4 +86,4 @@ nlohmann::json Healer::status_json() const {
   return {{"healthy", reconciler_.healthy()}, {"checks", checks_}, {"pieces", pieces}};
 }
 
-}  // namespace quicstep::client::daemon
+}  // namespace quicstep::client::kernel

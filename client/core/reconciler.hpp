@@ -30,7 +30,7 @@
 
 #include "common/timestamp.hpp"
 
-namespace quicstep::client::daemon {
+namespace quicstep::client::core {
 
 using common::Duration;
 using common::Timestamp;
@@ -117,4 +117,4 @@ class Reconciler {
   std::array<Entry, kPieceCount> pieces_{};
 };
 
-}  // namespace quicstep::client::daemon
+}  // namespace quicstep::client::core
