@@ -8,7 +8,7 @@
 # (with CMAKE_SKIP_INSTALL_ALL_DEPENDENCY, so installing does not build the whole tree).
 include(GNUInstallDirs)
 
-set(QS_DAEMON_COMMANDS quicstepd quicstepctl)          # section 8, sbin: package quicstep
+set(QS_DAEMON_COMMANDS quicstepd quicstepctl quicstep-tun)  # section 8, sbin: package quicstep
 set(QS_TOOL_COMMANDS quicstep-probe quicstep-inspect)  # section 1, bin: package quicstep-tools
 
 if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
@@ -20,6 +20,14 @@ set(QS_SYSTEMD_UNIT_DIR ${qs_unit_dir_default} CACHE PATH "where the systemd uni
 
 install(TARGETS ${QS_DAEMON_COMMANDS} RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
 install(TARGETS ${QS_TOOL_COMMANDS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# quicstep-tun's WireGuard helper (static Go, client/tun/wg_helper): PREFIX/lib/quicstep, where
+# quicstep-tun looks for it (../lib/quicstep from its own directory).
+set(qs_helper_target)
+if(TARGET qs_wg_helper_host)
+  install(PROGRAMS ${CMAKE_BINARY_DIR}/client/tun/qs-wg-helper
+          DESTINATION lib/quicstep)
+  set(qs_helper_target qs_wg_helper_host)
+endif()
 
 # quicstep-scan imports scanlib from its own (real) directory: both go to
 # share/quicstep/scan, and bin/quicstep-scan is a relative symlink to the script.
@@ -41,7 +49,7 @@ install(CODE "
 
 # The units name /usr/local/sbin/quicstepd (a build installed by hand, client/README.md);
 # the installed copies name the daemon where this install puts it.
-foreach(unit quicstepd.service quicstepd@.service)
+foreach(unit quicstepd.service quicstepd@.service quicstep-tun.service)
   set(src ${PROJECT_SOURCE_DIR}/client/${unit})
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
   file(READ ${src} text)
@@ -64,7 +72,7 @@ endif()
 # Man pages: dist/man/<page>.<section>.scd, written for scdoc.
 find_program(QS_SCDOC scdoc)
 set(qs_man_pages quicstepd.8 quicstepctl.8 quicstepd.toml.5 quicstep-probe.1 quicstep-scan.1
-    quicstep-inspect.1)
+    quicstep-inspect.1 quicstep-tun.8)
 set(qs_man_outputs)
 if(QS_SCDOC)
   foreach(page IN LISTS qs_man_pages)
@@ -94,4 +102,5 @@ foreach(cmd IN LISTS QS_DAEMON_COMMANDS QS_TOOL_COMMANDS ITEMS quicstep-scan)
           DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME ${cmd})
 endforeach()
 
-add_custom_target(quicstep_dist DEPENDS ${QS_DAEMON_COMMANDS} ${QS_TOOL_COMMANDS} quicstep_man)
+add_custom_target(quicstep_dist DEPENDS ${QS_DAEMON_COMMANDS} ${QS_TOOL_COMMANDS} quicstep_man
+                  ${qs_helper_target})

@@ -107,7 +107,8 @@ class ManPages(unittest.TestCase):
         pages = {"quicstepd": ("quicstepd.8", [[]]),
                  "quicstepctl": ("quicstepctl.8", [[], ["status"], ["flows"]]),
                  "quicstep-probe": ("quicstep-probe.1", [[]]),
-                 "quicstep-inspect": ("quicstep-inspect.1", [[]])}
+                 "quicstep-inspect": ("quicstep-inspect.1", [[]]),
+                 "quicstep-tun": ("quicstep-tun.8", [[]])}
         built = 0
         for name, (page, subs) in pages.items():
             exe = binaries.path(name, required=False)

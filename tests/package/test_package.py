@@ -2,7 +2,7 @@
 -us -uc -b in a clean copy of the tracked files), linted (lintian: no errors), installed with
 apt, checked, purged. Checked once installed: every command runs (--version prints the
 project's version, --help), `man -w` finds each page and man renders it without warnings,
-`systemd-analyze verify` accepts both units (offline: this machine has no systemd as PID 1),
+`systemd-analyze verify` accepts the units (offline: this machine has no systemd as PID 1),
 installing started and enabled nothing, the config is the example, the completion loads,
 and quicstep-scan scans from /usr/bin (static hosts on loopback). Purged: the packages are
 gone from dpkg's database, and no file, directory or link named *quicstep* is left under
@@ -26,13 +26,16 @@ from qs_support import artifacts, binaries
 REPO = binaries.REPO
 PKG_DIR = os.path.join(binaries.build_dir(), "package")
 PACKAGES = ("quicstep", "quicstep-tools")
-COMMANDS = {"quicstepd": "/usr/sbin", "quicstepctl": "/usr/sbin",
+COMMANDS = {"quicstepd": "/usr/sbin", "quicstepctl": "/usr/sbin", "quicstep-tun": "/usr/sbin",
             "quicstep-probe": "/usr/bin", "quicstep-scan": "/usr/bin",
             "quicstep-inspect": "/usr/bin"}
 SUBCOMMANDS = {"quicstepctl": ("status", "flows"),
                "quicstep-scan": ("run", "merge", "summary", "csv", "allowlist")}
 PAGES = {"quicstepd": "8", "quicstepctl": "8", "quicstepd.toml": "5", "quicstep-probe": "1",
-         "quicstep-scan": "1", "quicstep-inspect": "1"}
+         "quicstep-scan": "1", "quicstep-inspect": "1", "quicstep-tun": "8"}
+UNITS = ("quicstepd.service", "quicstepd@.service", "quicstep-tun.service")
+# quicstep-tun's WireGuard helper, where quicstep-tun looks for it (../lib/quicstep).
+HELPER = "/usr/lib/quicstep/qs-wg-helper"
 UNIT_DIR = "/lib/systemd/system"
 # Where a package could leave something. Not counted: podman's store (the image's own
 # layers), and man-db's cache of formatted pages, which `man` (and systemd-analyze verify,
@@ -126,8 +129,9 @@ class Package(artifacts.KeepOnFailure, unittest.TestCase):
         for page, section in PAGES.items():
             pkg = "quicstep" if section in ("5", "8") else "quicstep-tools"
             self.assertIn(f"/usr/share/man/man{section}/{page}.{section}.gz", listing[pkg])
-        for unit in ("quicstepd.service", "quicstepd@.service"):
+        for unit in UNITS:
             self.assertIn(f"{UNIT_DIR}/{unit}", listing["quicstep"])
+        self.assertIn(HELPER, listing["quicstep"])
         with tempfile.TemporaryDirectory() as d:
             run(["dpkg-deb", "-e", self.debs["quicstep"], d], timeout=60)
             with open(os.path.join(d, "conffiles")) as f:
@@ -180,7 +184,7 @@ class Package(artifacts.KeepOnFailure, unittest.TestCase):
             self.assertEqual((p.returncode, p.stderr), (0, ""), f"man {page}({section})")
             self.assertIn(f"{page}({section})", p.stdout)
         p = run(["systemd-analyze", "verify", f"{UNIT_DIR}/quicstepd.service",
-                 f"{UNIT_DIR}/quicstepd@wg0.service"])
+                 f"{UNIT_DIR}/quicstepd@wg0.service", f"{UNIT_DIR}/quicstep-tun.service"])
         self.assertEqual((p.returncode, p.stderr.strip()), (0, ""), "systemd-analyze verify")
         # Installing started nothing and enabled nothing.
         for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -188,11 +192,16 @@ class Package(artifacts.KeepOnFailure, unittest.TestCase):
                 exe = os.readlink(f"/proc/{pid}/exe")
             except OSError:
                 continue
-            self.assertNotEqual(exe, "/usr/sbin/quicstepd", f"pid {pid} runs the installed daemon")
+            self.assertNotIn(exe, ("/usr/sbin/quicstepd", "/usr/sbin/quicstep-tun"),
+                             f"pid {pid} runs an installed daemon")
         wants = [os.path.join(d, n) for d, _, names in os.walk("/etc/systemd/system")
-                 for n in names if n.startswith("quicstepd")]
+                 for n in names if n.startswith("quicstep")]
         self.assertFalse(wants, f"enabled: {wants}")
         self.assertTrue(os.path.isdir("/run/wireguard"), "tmpfiles entry not applied")
+        # quicstep-tun's helper runs from where quicstep-tun looks for it.
+        p = run([HELPER, "--help"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("usage: qs-wg-helper", p.stdout)
         with open("/etc/quicstep/quicstepd.toml") as a, \
                 open(os.path.join(REPO, "client", "quicstepd.example.toml")) as b:
             self.assertEqual(a.read(), b.read())

@@ -67,7 +67,8 @@ void on_signal(int) {
   if (g_loop != nullptr) g_loop->stop();
 }
 
-// The helper beside this executable (the build tree's tun/, or the same directory).
+// The helper beside this executable (the build tree's tun/, or the same directory), or where
+// an install puts it (PREFIX/lib/quicstep beside PREFIX/sbin; the package's /usr/lib/quicstep).
 std::string default_helper() {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -75,7 +76,8 @@ std::string default_helper() {
     self[n] = '\0';
     std::string dir(self);
     dir = dir.substr(0, dir.rfind('/'));
-    for (const std::string& candidate : {dir + "/tun/qs-wg-helper", dir + "/qs-wg-helper"}) {
+    for (const std::string& candidate : {dir + "/tun/qs-wg-helper", dir + "/qs-wg-helper",
+                                         dir + "/../lib/quicstep/qs-wg-helper"}) {
       if (access(candidate.c_str(), X_OK) == 0) return candidate;
     }
   }
@@ -154,7 +156,8 @@ int main(int argc, char** argv) {
                  "quicstepd.toml: the classifier's policy and the [tun] table (device, "
                  "wg_config, table, fwmark, control_socket, offload); options override it");
   app.add_option("--tun", o.device, "the TUN device's name")->capture_default_str();
-  app.add_option("--wg-helper", o.helper, "the qs-wg-helper executable (default: beside this one)");
+  app.add_option("--wg-helper", o.helper,
+                 "the qs-wg-helper executable (default: beside this one, or ../lib/quicstep)");
   app.add_option("--helper-log", o.helper_log, "append the helper's stderr to this file");
   app.add_option("--control-socket", o.control, "status socket (quicstepctl's protocol)")
       ->capture_default_str();
