@@ -201,7 +201,7 @@ bool ChannelDns::from_channel(std::span<std::uint8_t> p) {
   if (!ip.has_l4_header) {  // a later fragment: as its first fragment
     const auto key = fragment_key(p, ip.family);
     const Table::Handle h = key ? fragments_.find(*key) : Table::npos;
-    if (h == Table::npos) return false;
+    if (h == Table::npos || fragments_.value(h).from != ip.src) return false;
     return rename_answer(p, ip, fragments_.value(h), std::nullopt);
   }
   if ((!ip.udp && !ip.tcp) || ip.src_port != kDnsPort) return false;
@@ -216,7 +216,11 @@ bool ChannelDns::from_channel(std::span<std::uint8_t> p) {
   const bool source = kept.source && tunnel(ip.family) && ip.dst == *tunnel(ip.family);
   if (!rename_answer(p, ip, kept, l4 + (ip.udp ? 6 : 16))) return false;
   if (ip.is_fragment) {
-    if (const auto key = fragment_key(p, ip.family)) remember(fragments_, *key, kept);
+    if (const auto key = fragment_key(p, ip.family)) {
+      Kept first = kept;
+      first.from = ip.src;
+      remember(fragments_, *key, first);
+    }
   }
   if (asked) ++answered_;
   if (source) ++answers_to_source_;

@@ -74,9 +74,11 @@ class ChannelDns {
 
  private:
   // What a client port's last query into the channel had: the address it asked (when the
-  // resolver took its place) and its own source (when the tunnel's took its place).
+  // resolver took its place) and its own source (when the tunnel's took its place). A
+  // fragment's entry also has the answer's source as it came (`from`): a later fragment
+  // of another sender with the same identification is not its.
   struct Kept {
-    std::optional<common::IpAddress> asked, source;
+    std::optional<common::IpAddress> asked, source, from;
   };
   struct Hash {
     std::uint64_t seed;

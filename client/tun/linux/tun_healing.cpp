@@ -35,7 +35,7 @@ common::Outcome TunHealing::open() {
   kernel::OwnedPiece rules;
   rules.piece = core::Piece::ip_rules;
   rules.present = [this] { return rules_present(); };
-  rules.restore = [this] { return install_rules(routing_); };
+  rules.restore = [this] { return restore_rules(); };
   healer_.add(std::move(rules));
 
   kernel::OwnedPiece routes;
@@ -60,6 +60,16 @@ std::optional<bool> TunHealing::rules_present() {
     if (have->count(routing_.rule_priority) == 0) return false;
   }
   return true;
+}
+
+// Adds the rule of each family that has none; one still there is left alone.
+common::Outcome TunHealing::restore_rules() {
+  for (auto family : {common::IpFamily::v4, common::IpFamily::v6}) {
+    const auto have = probe_.rule_priorities(family);
+    if (have && have->count(routing_.rule_priority) != 0) continue;
+    if (auto added = add_rule(routing_, family); !added) return added;
+  }
+  return {};
 }
 
 std::optional<bool> TunHealing::routes_present() {

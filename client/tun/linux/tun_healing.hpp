@@ -5,7 +5,8 @@
 // would then see none of the traffic it exists for. Three pieces are checked when the kernel
 // announces a change (StateWatch: rules, routes, addresses, links, nft) and every 500 ms,
 // and each is put back by the installer of its part:
-//   ip_rules        the rule `not fwmark F lookup T` in both families (install_rules)
+//   ip_rules        the rule `not fwmark F lookup T` in both families (add_rule, for each
+//                   family that lacks it)
 //   channel_routes  the TUN up with the tunnel's addresses and table T's default route into
 //                   it, per family the tunnel has (install_device_routes)
 //   nft_table       table inet quicstep_tun, the re-route and the guard (install_guard)
@@ -46,6 +47,7 @@ class TunHealing {
 
  private:
   std::optional<bool> rules_present();
+  common::Outcome restore_rules();
   std::optional<bool> routes_present();
 
   TunRouting routing_;

@@ -89,6 +89,10 @@ common::Outcome install_rules(const TunRouting& r) {
   return {};
 }
 
+common::Outcome add_rule(const TunRouting& r, common::IpFamily family) {
+  return ip(rule(r, family == common::IpFamily::v4 ? "-4" : "-6", "add"));
+}
+
 common::Outcome install_guard(const TunRouting& r) {
   const std::vector<std::string> nft{"nft", "-f", "-"};
   if (const net::ProcessResult done = net::run_process(nft, guard_ruleset(r)); !done.ok()) {

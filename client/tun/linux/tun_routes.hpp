@@ -62,6 +62,9 @@ common::Outcome install_routes(const TunRouting& routing);
 // the device (up, MTU, addresses) and the table's default routes; the rules; the nft table.
 common::Outcome install_device_routes(const TunRouting& routing);
 common::Outcome install_rules(const TunRouting& routing);
+// The rule of one family, added (self-healing adds only a missing one: replacing the other
+// would open a moment without it).
+common::Outcome add_rule(const TunRouting& routing, common::IpFamily family);
 common::Outcome install_guard(const TunRouting& routing);
 
 // Removes the rules, flushes the table and deletes the nft table; what is already gone is

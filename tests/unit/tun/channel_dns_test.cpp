@@ -269,6 +269,12 @@ TEST(ChannelDns, AFragmentedAnswerGoesBackToTheSourceFragmentByFragment) {
     p = later(resolver, app);
     EXPECT_TRUE(dns.from_channel(p));
     EXPECT_EQ(p, later(router, native)) << app;
+    // A later fragment with the same identification from another sender is not the
+    // answer's: left alone.
+    const char* other = v6 ? "2001:db8:77::1" : "198.18.77.1";
+    p = later(other, app);
+    EXPECT_FALSE(dns.from_channel(p));
+    EXPECT_EQ(p, later(other, app)) << app;
   }
 }
 
