@@ -11,6 +11,7 @@ A clean stop removes the TUN and its rules; what other tools remove while it run
 table, the rules, the TUN's routes) it puts back."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -284,6 +285,37 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
             self.assertGreaterEqual(healing["pieces"][piece]["removals"], 1, piece)
         self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
         self.read_captures((cn, cp), native, channel)
+
+    def test_6_a_named_endpoint_survives_a_kill9_of_the_engine(self):
+        """The wg-quick file names the provider's endpoint (the laptop's resolver knows it).
+        After kill -9 of the engine its TUN and rules stay, so a new engine's lookup would go
+        into a TUN nobody reads: it takes the address the dead one looked up (kept in /run)
+        and a fetch works at once. A clean stop removes what it kept."""
+        dns = h.ResolverLab(self, self.lab, self.procs, self.work)
+        with open(self.wg_conf) as f:
+            text = f.read()
+        port = self.lab["provider"]["listen_port"]
+        text, named = re.subn(r"(?m)^Endpoint = .*$", f"Endpoint = {dns.PROVIDER_NAME}:{port}",
+                              text)
+        self.assertEqual(named, 1)
+        conf = os.path.join(self.work, "named.conf")
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        kept = f"/run/quicstep-tun-{TUN}.endpoints"
+        engine = self.start_engine(conf)
+        with open(kept) as f:
+            self.assertEqual(f.read().split()[0], dns.PROVIDER_NAME)
+        os.kill(engine.pid, signal.SIGKILL)
+        engine.wait(10)
+        self.assertEqual(self.tun_state(), {"tun": True, "rules": True, "nft": True})
+        started = time.time()
+        engine = self.start_engine(conf)
+        print(f"\n[named endpoint] a new engine over the dead one's rules answered DNS after "
+              f"{time.time() - started:.1f} s")
+        self.fetch(self.srv_v4, "named-after-kill")
+        self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
+        self.assertFalse(os.path.exists(kept), "a clean stop left the endpoint's address")
 
     def test_4_a_family_without_a_tunnel_address_is_blocked_not_native(self):
         """A wg-quick file with an IPv4 address only: IPv6 must not take the main table (its

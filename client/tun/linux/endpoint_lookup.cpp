@@ -5,9 +5,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
 #include <array>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -50,5 +55,44 @@ common::Result<common::IpAddress, common::Failure> look_up_endpoint(const std::s
     sleep(1);
   }
 }
+
+EndpointCache::EndpointCache(const std::string& device)
+    : path("/run/quicstep-tun-" + device + ".endpoints") {}
+
+std::map<std::string, common::IpAddress> EndpointCache::read() const {
+  std::map<std::string, common::IpAddress> names;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string name, text;
+    if (!(words >> name >> text)) continue;
+    std::array<std::uint8_t, 16> b{};
+    if (inet_pton(AF_INET, text.c_str(), b.data()) == 1) {
+      names.insert_or_assign(name, common::IpAddress::v4({b[0], b[1], b[2], b[3]}));
+    } else if (inet_pton(AF_INET6, text.c_str(), b.data()) == 1) {
+      names.insert_or_assign(name, common::IpAddress::v6(b));
+    }
+  }
+  return names;
+}
+
+bool EndpointCache::write(const std::map<std::string, common::IpAddress>& names) const {
+  const std::string fresh = path + ".new";
+  const mode_t old_mask = umask(077);
+  {
+    std::ofstream out(fresh, std::ios::trunc);
+    for (const auto& [name, address] : names) out << name << ' ' << address.to_string() << '\n';
+    if (!out.flush()) {
+      umask(old_mask);
+      unlink(fresh.c_str());
+      return false;
+    }
+  }
+  umask(old_mask);
+  return rename(fresh.c_str(), path.c_str()) == 0;
+}
+
+void EndpointCache::remove() const { unlink(path.c_str()); }
 
 }  // namespace quicstep::client::tun

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -130,6 +131,17 @@ class NetworkWatch {
   bool started_ = false;
 };
 
+// Whether a rule of an earlier quicstep-tun sits at `priority` (either family).
+bool rule_in_place(std::uint32_t priority) {
+  KernelProbe probe;
+  if (!probe.open()) return false;
+  for (auto family : {quicstep::common::IpFamily::v4, quicstep::common::IpFamily::v6}) {
+    const auto have = probe.rule_priorities(family);
+    if (have && have->count(priority) != 0) return true;
+  }
+  return false;
+}
+
 int cleanup(const Options& o) {
   tun::TunRouting routing;
   routing.device = o.device;
@@ -139,6 +151,7 @@ int cleanup(const Options& o) {
   if (auto removed = tun::remove_tun(o.device); !removed.ok()) {
     spdlog::warn("cleanup: {}", removed.error().message);
   }
+  tun::EndpointCache(o.device).remove();
   unlink(o.control.c_str());
   return 0;
 }
@@ -193,10 +206,34 @@ int main(int argc, char** argv) {
   }
   if (o.helper.empty()) o.helper = default_helper();
 
+  // Endpoint names. Over the rules of an engine that died, a lookup would go into its TUN
+  // and never be answered: the names it looked up are taken instead (endpoint_lookup.hpp).
+  const tun::EndpointCache endpoint_cache(o.device);
+  const bool over_dead_engine = !o.no_routes && rule_in_place(tun::TunRouting{}.rule_priority);
+  const std::map<std::string, quicstep::common::IpAddress> cached =
+      over_dead_engine ? endpoint_cache.read() : std::map<std::string, quicstep::common::IpAddress>{};
+  bool lookup_failed = false;
+  const tun::EndpointLookup lookup =
+      [&](const std::string& host) -> quicstep::common::Result<quicstep::common::IpAddress,
+                                                               quicstep::common::Failure> {
+    if (over_dead_engine) {
+      if (auto it = cached.find(host); it != cached.end()) {
+        spdlog::info("Endpoint {}: {}, as the engine that died looked it up (its rules are in "
+                     "place)", host, it->second.to_string());
+        return it->second;
+      }
+      lookup_failed = true;
+      return quicstep::common::Failure(
+          "cannot look up " + host + ": the rules of a quicstep-tun that died are in place and "
+          "would take the lookup; run quicstep-tun --cleanup first, or give an address");
+    }
+    auto found = tun::look_up_endpoint(host);
+    lookup_failed = lookup_failed || !found;
+    return found;
+  };
   const std::optional<tun::EngineFiles> files =
-      tun::load_engine_files("quicstep-tun", o.wg_config, o.config,
-                             [](const std::string& host) { return tun::look_up_endpoint(host); });
-  if (!files) return 2;
+      tun::load_engine_files("quicstep-tun", o.wg_config, o.config, lookup);
+  if (!files) return lookup_failed ? 1 : 2;  // a lookup may work later; a bad file will not
   const unsigned mtu = files->mtu;
 
   struct sigaction sa{};
@@ -217,13 +254,26 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "quicstep-tun: %s\n", ok.error().message.c_str());
       return 1;
     }
+    std::map<std::string, quicstep::common::IpAddress> names;
+    for (const tun::WgPeer& p : files->wg.peers) {
+      if (!p.endpoint.host.empty()) names.insert_or_assign(p.endpoint.host, p.endpoint.address);
+    }
+    if (names.empty()) {
+      endpoint_cache.remove();
+    } else if (!endpoint_cache.write(names)) {
+      spdlog::warn("cannot write {}: after a crash, a new engine cannot take the endpoint's "
+                   "address from there", endpoint_cache.path);
+    }
   }
   const tun::WgHelperOptions helper_options{
       o.helper, {"--fwmark", std::to_string(o.fwmark)}, mtu, o.helper_log};
   std::optional<tun::WgHelperProcess> started =
       tun::start_helper(helper_options, files->uapi_set, g_stopping);
   if (!started) {  // stopped while the helper could not start
-    if (!o.no_routes) tun::remove_routes(routing);
+    if (!o.no_routes) {
+      tun::remove_routes(routing);
+      endpoint_cache.remove();
+    }
     (void)tun::stop_persisting(device->get(), o.device);
     return 0;
   }
@@ -293,7 +343,10 @@ int main(int argc, char** argv) {
   }
   g_loop = nullptr;
   spdlog::info("stopping: removing {} and its routes", o.device);
-  if (!o.no_routes) tun::remove_routes(routing);
+  if (!o.no_routes) {
+    tun::remove_routes(routing);
+    endpoint_cache.remove();
+  }
   if (auto off = tun::stop_persisting(tun_fd, o.device); !off.ok()) {
     spdlog::warn("{}", off.error().message);
   }
