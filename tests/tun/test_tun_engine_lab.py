@@ -117,6 +117,22 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         wait_for(lambda: self.dig() != "", p, seconds=15)
         return p
 
+    def named_endpoint_conf(self, name, file_name, dns_line=""):
+        """The channel's wg-quick file with its Endpoint given by `name` (and `dns_line`
+        after [Interface]), written as `file_name` (mode 0600); its path."""
+        with open(self.wg_conf) as f:
+            text = f.read()
+        port = self.lab["provider"]["listen_port"]
+        text, named = re.subn(r"(?m)^Endpoint = .*$", f"Endpoint = {name}:{port}", text)
+        self.assertEqual(named, 1)
+        if dns_line:
+            text = text.replace("[Interface]\n", f"[Interface]\n{dns_line}\n", 1)
+        path = os.path.join(self.work, file_name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return path
+
     def dig(self):
         """The answer's addresses ("" when none came; dig's error lines are not answers)."""
         out = lab_helpers.in_host(self.lab, "client", "dig", "+short", "+tries=1", "+time=1",
@@ -292,16 +308,7 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         into a TUN nobody reads: it takes the address the dead one looked up (kept in /run)
         and a fetch works at once. A clean stop removes what it kept."""
         dns = h.ResolverLab(self, self.lab, self.procs, self.work)
-        with open(self.wg_conf) as f:
-            text = f.read()
-        port = self.lab["provider"]["listen_port"]
-        text, named = re.subn(r"(?m)^Endpoint = .*$", f"Endpoint = {dns.PROVIDER_NAME}:{port}",
-                              text)
-        self.assertEqual(named, 1)
-        conf = os.path.join(self.work, "named.conf")
-        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        conf = self.named_endpoint_conf(dns.PROVIDER_NAME, "named.conf")
         kept = f"/run/quicstep-tun-{TUN}.endpoints"
         engine = self.start_engine(conf)
         with open(kept) as f:

@@ -16,7 +16,6 @@ migration, and a network change mid-transfer.
   fetch runs; the engine re-binds its relays and channel (rtnetlink), the server migrates
   again, the fetch completes, and the second link carries the rest of it natively."""
 import os
-import re
 import signal
 import subprocess
 import time
@@ -289,17 +288,8 @@ class TunEnginePaths(base.TunEngineLab):
         gets the ISP resolver's lie. This file names the provider's endpoint by its name, which
         quicstep-tun looks up at start through the host's resolver (the ISP's here)."""
         dns = h.ResolverLab(self, self.lab, self.procs, self.work)
-        with open(self.wg_conf) as f:
-            text = f.read()
-        port = self.lab["provider"]["listen_port"]
-        text, named = re.subn(r"(?m)^Endpoint = .*$", f"Endpoint = {dns.PROVIDER_NAME}:{port}",
-                              text)
-        self.assertEqual(named, 1)
-        wg_dns = os.path.join(self.work, "channel-dns.conf")
-        fd = os.open(wg_dns, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(text.replace("[Interface]\n", "[Interface]\nDNS = "
-                                 f"{dns.resolver[0]}, {dns.resolver[1]}\n", 1))
+        wg_dns = self.named_endpoint_conf(dns.PROVIDER_NAME, "channel-dns.conf",
+                                          f"DNS = {dns.resolver[0]}, {dns.resolver[1]}")
         cn, native, cp, channel = self.captures("dns")
         engine = self.start_engine(wg_dns)
         got, big = dns.lookups()
