@@ -36,6 +36,7 @@ class AndroidEngineLab(base.TunEngineLab):
     test_4_a_family_without_a_tunnel_address_is_blocked_not_native = None
     test_5_heals_what_other_tools_remove = None  # Linux's routes: Android's VpnService owns them
     test_6_a_named_endpoint_survives_a_kill9_of_the_engine = None  # the app resolves names
+    test_7_a_deleted_tun_comes_back_mid_transfer = None  # VpnService's TUN is the app's
 
     def start_service(self, refuse=False):
         self.tun_sock = os.path.join(self.work, "engine-tun.sock")

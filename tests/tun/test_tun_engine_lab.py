@@ -8,7 +8,7 @@ and as many channel bytes as the engine's status reports (2%). IPv4 and IPv6. Th
 of the WireGuard helper and of the engine mid-transfer: no leak, and a new fetch works
 (the helper restarted by the engine; the engine restarted by hand, as its supervisor would).
 A clean stop removes the TUN and its rules; what other tools remove while it runs (the nft
-table, the rules, the TUN's routes) it puts back."""
+table, the rules, the TUN's routes, the TUN itself) it puts back."""
 import json
 import os
 import re
@@ -323,6 +323,43 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.fetch(self.srv_v4, "named-after-kill")
         self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
         self.assertFalse(os.path.exists(kept), "a clean stop left the endpoint's address")
+
+    def test_7_a_deleted_tun_comes_back_mid_transfer(self):
+        """Another tool deletes the TUN device (`ip link del`) while a fetch runs natively:
+        the engine creates it again with its addresses and routes (its rules and nft table
+        never went) and goes on; DNS and new fetches work, and the native capture holds no
+        leak, also from the fetch's sends and the lookups made while the device was gone.
+        The fetch itself may fail: while the device is gone its sends meet the guard (EPERM)
+        or no source address, and gtlsclient gives up on a send error, as it would if a full
+        VPN's device were deleted under it."""
+        cn, native, cp, channel = self.captures("tun-deleted")
+        engine = self.start_engine()
+        out_dir, cmd = self.fetch_cmd(self.srv_v4, "tun-deleted")
+        fetch = self.procs.start(self.ns, cmd, os.path.join(self.work, "tun-deleted-fetch.log"))
+        path = os.path.join(out_dir, f"{SIZE_MB}M.bin")
+        wait_for(lambda: os.path.exists(path) and os.path.getsize(path) > 500_000, fetch,
+                 seconds=30)
+        start = time.time()
+        self.run_ns("ip", "link", "del", TUN)
+        for _ in range(3):
+            self.dig()
+        back = wait_for(lambda: self.status()["restarts"]["tun_device"] == 1, engine, seconds=10)
+        self.assertTrue(back, f"the TUN was not created again: {self.status().get('restarts')}")
+        took = time.time() - start
+        wait_for(lambda: fetch.poll() is not None, seconds=100)
+        self.procs.stop(fetch)
+        got = os.path.getsize(path) if os.path.exists(path) else 0
+        print(f"\n[tun deleted] back within {took:.2f} s; the fetch running then got {got} of "
+              f"{SIZE_MB * 1000 * 1000} bytes")
+        self.assertEqual(self.tun_state(), {"tun": True, "rules": True, "nft": True})
+        self.assertTrue(wait_for(lambda: self.dig() != "", engine, seconds=10),
+                        "no DNS answer after the TUN came back")
+        self.fetch(self.srv_v4, "after-tun-deleted-v4")
+        self.fetch(self.srv_v6, "after-tun-deleted-v6")
+        self.assertIsNone(engine.poll(), "the engine ended")
+        self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
+        self.assertEqual(self.tun_state(), {"tun": False, "rules": False, "nft": False})
+        self.read_captures((cn, cp), native, channel)
 
     def test_4_a_family_without_a_tunnel_address_is_blocked_not_native(self):
         """A wg-quick file with an IPv4 address only: IPv6 must not take the main table (its

@@ -117,6 +117,14 @@ void EngineLoop::replace_channel(net::UniqueFd channel) {
   watch(channel_.get(), kChannel);
 }
 
+void EngineLoop::replace_tun(net::UniqueFd tun) {
+  batch_.clear();  // written for a device that is gone
+  if (tun_.valid()) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, tun_.get(), nullptr);
+  tun_ = std::move(tun);
+  set_nonblocking(tun_.get());
+  watch(tun_.get(), kTun);
+}
+
 void EngineLoop::serve_control(net::UniqueFd listener, ControlAnswer answer) {
   control_ = std::move(listener);
   control_answer_ = std::move(answer);
@@ -257,6 +265,7 @@ std::string EngineLoop::drain_tun_packets(common::Timestamp now) {
     }
     if (n == 0) return "the TUN closed";
     if (would_block(errno) || errno == EINTR) return {};
+    if (errno == EBADFD) return kTunGone;
     return errno_text("read tun");
   }
   return {};
@@ -270,7 +279,7 @@ std::string EngineLoop::drain_channel(common::Timestamp now) {
       continue;
     }
     // The helper never sends an empty message: 0 is its end closing (it died).
-    if (n == 0) return "the WireGuard helper closed its end";
+    if (n == 0) return kChannelClosed;
     if (would_block(errno) || errno == EINTR) return {};
     return errno_text("recv channel");
   }

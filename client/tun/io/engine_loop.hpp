@@ -73,14 +73,23 @@ class EngineLoop final : public EngineIo {
   ~EngineLoop() override;
 
   // Runs until stop() is called (from a signal handler too) or the TUN or the channel
-  // closes. Returns why it ended, in words ("stopped", "the WireGuard helper closed its
-  // end", "read tun: ...").
+  // closes. Returns why it ended, in words ("stopped", kChannelClosed, kTunGone, "read tun:
+  // ...").
   std::string run();
+  // What run() returns when the WireGuard helper closed its end of the pair (it died)...
+  static constexpr const char* kChannelClosed = "the WireGuard helper closed its end";
+  // ...and when the TUN device was deleted under the engine (`ip link del`: the descriptor
+  // then reads EBADFD; Linux, where the frontend can create it again).
+  static constexpr const char* kTunGone = "the TUN device is gone";
   // Async-signal-safe: the loop ends at its next wake-up (an eventfd wakes it).
   void stop();
   // A new WireGuard helper's packet pair, after the last one closed (run() returned). The
   // engine's flows and relays stay; channel packets meanwhile were dropped and counted.
   void replace_channel(net::UniqueFd channel);
+  // A new descriptor of the TUN device, after the last one's device was deleted (run()
+  // returned kTunGone), framed as before (use_tun_format). Flows and relays stay: what the
+  // servers send meanwhile is written into the new device.
+  void replace_tun(net::UniqueFd tun);
   // A listening unix stream socket for quicstepctl's protocol: one request line per
   // connection (`status`), answered by `answer` and closed. A client that says nothing
   // within 200 ms is closed.
@@ -106,6 +115,7 @@ class EngineLoop final : public EngineIo {
                                                 : ReplyChecksum::complete);
   }
   const TunFormat& tun_format() const { return format_; }
+  int tun_descriptor() const { return tun_.get(); }  // the current one (replace_tun)
 
   const EngineCore& engine() const { return *engine_; }
   const LoopCounters& counters() const { return counters_; }

@@ -102,6 +102,7 @@ std::string EngineRunner::answer(const std::string& request) {
     j["offloads"] = {{"vnet_header", f.vnet_header}, {"udp_gso", f.udp_gso},
                      {"relay_gro", f.relay_gro}, {"relay_gso", f.relay_gso}};
     j["helper_pid"] = helper_pid();
+    j["restarts"] = {{"helper", helper_restarts_}, {"tun_device", tun_recreated_}};
     if (more_status_) more_status_(j);
     return j.dump() + "\n";
   }
@@ -128,6 +129,18 @@ void EngineRunner::network_changed(ChangedFamilies changed) {
   }
 }
 
+namespace {
+
+// Sleeps `total` in 50 ms steps, returning early once `stopping` is set.
+void sleep_unless_stopping(std::chrono::milliseconds total, const volatile sig_atomic_t& stopping) {
+  for (auto slept = std::chrono::milliseconds(0); slept < total && !stopping;
+       slept += std::chrono::milliseconds(50)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
 std::optional<WgHelperProcess> start_helper(const WgHelperOptions& options,
                                             const std::string& uapi_set,
                                             const volatile sig_atomic_t& stopping) {
@@ -141,10 +154,7 @@ std::optional<WgHelperProcess> start_helper(const WgHelperOptions& options,
     spdlog::error("{}{}; trying again in {} ms", started.error().message,
                   options.log_path.empty() ? "" : " (its log: " + options.log_path + ")",
                   backoff.count());
-    for (auto slept = std::chrono::milliseconds(0); slept < backoff && !stopping;
-         slept += std::chrono::milliseconds(50)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    sleep_unless_stopping(backoff, stopping);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(10'000));
   }
   return std::nullopt;
@@ -154,13 +164,35 @@ std::string EngineRunner::run(const volatile sig_atomic_t& stopping) {
   for (;;) {
     const std::string ended = loop_.run();
     if (stopping) return {};
-    if (ended != "the WireGuard helper closed its end") return ended;
-    spdlog::warn("the WireGuard helper died; starting it again");
-    helper_.reset();  // reaps the dead one
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    helper_ = start_helper(options_, uapi_set_, stopping);
-    if (!helper_) return {};
-    loop_.replace_channel(helper_->take_packets());
+    if (ended == EngineLoop::kChannelClosed) {
+      spdlog::warn("the WireGuard helper died; starting it again");
+      helper_.reset();  // reaps the dead one
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      helper_ = start_helper(options_, uapi_set_, stopping);
+      if (!helper_) return {};
+      ++helper_restarts_;
+      loop_.replace_channel(helper_->take_packets());
+      continue;
+    }
+    if (ended != EngineLoop::kTunGone || !reopen_tun_) return ended;
+    // Another tool deleted the device. Meanwhile its routes are gone with it and the nft
+    // guard alone keeps TCP, DNS and the QUIC ports off the native link (tun_routes.hpp).
+    spdlog::warn("{}: creating it again", ended);
+    for (auto backoff = std::chrono::milliseconds(250);; backoff = std::min(backoff * 2,
+                                                        std::chrono::milliseconds(10'000))) {
+      auto reopened = reopen_tun_();
+      if (reopened.ok()) {
+        ++tun_recreated_;
+        loop_.replace_tun(std::move(*reopened));
+        spdlog::info("the TUN device is back ({} time{}); the engine's flows go on",
+                     tun_recreated_, tun_recreated_ == 1 ? "" : "s");
+        break;
+      }
+      spdlog::error("the TUN device: {}; trying again in {} ms", reopened.error().message,
+                    backoff.count());
+      sleep_unless_stopping(backoff, stopping);
+      if (stopping) return {};
+    }
   }
 }
 

@@ -17,6 +17,8 @@
 #include "client/tun/io/engine_loop.hpp"
 #include "client/tun/io/wg_helper_process.hpp"
 #include "client/tun/wg_quick_uapi.hpp"
+#include "common/error.hpp"
+#include "net/unique_fd.hpp"
 
 namespace quicstep::client::tun {
 
@@ -55,13 +57,20 @@ class EngineRunner {
   // the loop's counters), `network-changed` (the frontend's system told it: Android's
   // ConnectivityManager; Linux uses rtnetlink and calls network_changed() itself).
   std::string answer(const std::string& request);
+  // How the frontend gets a new descriptor of its TUN device when the device was deleted
+  // under the engine (quicstep-tun: creates it again and sets its addresses and routes).
+  // Called until it gives one or `stopping` is set (250 ms, doubling to 10 s). Without it
+  // (Android: a TUN that VpnService took away is the app's to replace) the engine ends.
+  using TunReopen = std::function<common::Result<net::UniqueFd, common::Failure>()>;
+  void on_tun_gone(TunReopen reopen) { reopen_tun_ = std::move(reopen); }
   // What the frontend adds to `status` (quicstep-tun: its self-healing's "healing").
   void add_status(std::function<void(nlohmann::json&)> more) { more_status_ = std::move(more); }
   // Re-binds the relays of the changed families (the control socket's request: both) and
   // the helper's sockets on the current network.
   void network_changed(ChangedFamilies changed = {});
   // Runs the loop until `stopping` is set (a signal handler also calls loop.stop()) or the
-  // engine itself fails. A dead helper is restarted (250 ms, doubling to 10 s). Returns
+  // engine itself fails. A dead helper is restarted (250 ms, doubling to 10 s), a deleted
+  // TUN device replaced (on_tun_gone). Returns
   // the empty string after a stop, or why the engine ended.
   std::string run(const volatile sig_atomic_t& stopping);
   pid_t helper_pid() const { return helper_ ? helper_->pid() : -1; }
@@ -72,6 +81,9 @@ class EngineRunner {
   std::string uapi_set_;
   std::optional<WgHelperProcess> helper_;
   std::function<void(nlohmann::json&)> more_status_;
+  TunReopen reopen_tun_;
+  std::uint64_t helper_restarts_ = 0;
+  std::uint64_t tun_recreated_ = 0;
 };
 
 }  // namespace quicstep::client::tun

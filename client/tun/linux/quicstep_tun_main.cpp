@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  const int tun_fd = device->get();  // owned by the loop from here on
+  const int first_tun_fd = device->get();  // owned by the loop from here on
   tun::MarkProtector protector(o.fwmark);
   tun::EngineLoop loop(files->engine, std::move(*device), started->take_packets(), protector,
                        std::random_device{}() | std::uint64_t{std::random_device{}()} << 32);
@@ -287,12 +287,24 @@ int main(int argc, char** argv) {
   tun::TunFormat format;
   if (!o.no_offload) {
     format.vnet_header = true;
-    format.udp_gso = tun::tun_takes_udp_gso(tun_fd);
+    format.udp_gso = tun::tun_takes_udp_gso(first_tun_fd);
     format.relay_gro = true;
     format.relay_gso = true;
   }
   loop.use_tun_format(format);
   tun::EngineRunner runner(loop, helper_options, files->uapi_set, std::move(*started));
+  // A device another tool deleted (`ip link del`) is created again, with its addresses and
+  // routes; its rules and nft table never went.
+  runner.on_tun_gone([&]() -> quicstep::common::Result<quicstep::net::UniqueFd,
+                                                        quicstep::common::Failure> {
+    auto again = tun::open_tun(o.device, !o.no_offload);
+    if (!again.ok() || o.no_routes) return again;
+    if (auto routed = tun::install_device_routes(routing); !routed.ok()) {
+      // The device exists: self-healing puts its routes back on its next check.
+      spdlog::warn("the new {}: {}", o.device, routed.error().message);
+    }
+    return again;
+  });
   if (auto control = tun::listen_unix(o.control); control.ok()) {
     loop.serve_control(std::move(*control),
                        [&runner](const std::string& request) { return runner.answer(request); });
@@ -347,7 +359,7 @@ int main(int argc, char** argv) {
     tun::remove_routes(routing);
     endpoint_cache.remove();
   }
-  if (auto off = tun::stop_persisting(tun_fd, o.device); !off.ok()) {
+  if (auto off = tun::stop_persisting(loop.tun_descriptor(), o.device); !off.ok()) {
     spdlog::warn("{}", off.error().message);
   }
   unlink(o.control.c_str());

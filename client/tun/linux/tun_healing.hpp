@@ -12,8 +12,9 @@
 //   nft_table       table inet quicstep_tun, the re-route and the guard (install_guard)
 // A piece another tool keeps removing backs off, a failed restore is retried, all of it
 // logged and counted in `status` under "healing" (quicstepctl's vocabulary). Meanwhile it
-// fails closed as tun_routes.hpp says. A TUN device that is gone (deleted) is not
-// re-created: its pieces cannot be checked, and nothing leaves through it.
+// fails closed as tun_routes.hpp says. A TUN device that is gone (deleted) is created again
+// by the engine (EngineRunner::on_tun_gone: the descriptor reads EBADFD), with its
+// addresses and routes; until then its piece's restore fails and is retried.
 #pragma once
 
 #include <nlohmann/json.hpp>
