@@ -9,7 +9,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -86,6 +88,30 @@ void print_channel_dns(const nlohmann::json& ch) {
   std::cout << " (" << ch.value("dns_redirected", 0) << " sent there instead of their own)\n";
 }
 
+// Self-healing (client/kernel/healer.hpp; quicstepd and quicstep-tun): one line, naming
+// each piece that is not in place or that another tool has removed.
+void print_healing(const nlohmann::json& s) {
+  if (!s.contains("healing") || !s["healing"].contains("pieces")) return;
+  const nlohmann::json& h = s["healing"];
+  std::cout << "self-healing: " << (h.value("healthy", false) ? "all in place" : "NOT all in place")
+            << " (" << h.value("checks", 0) << " checks)";
+  const char* sep = "; ";
+  for (const auto& [piece, v] : h["pieces"].items()) {
+    const std::string state = v.value("state", "");
+    if (state == "ok" && v.value("removals", 0) == 0) continue;
+    std::cout << sep << piece << " " << state << ": removed " << v.value("removals", 0)
+              << ", restored " << v.value("restores", 0) << ", failed "
+              << v.value("failures", 0);
+    if (v.value("restores", 0) > 0) {
+      std::ostringstream ms;
+      ms << std::fixed << std::setprecision(1) << v.value("last_recovery_ms", 0.0);
+      std::cout << ", last back in " << ms.str() << " ms";
+    }
+    sep = "; ";
+  }
+  std::cout << "\n";
+}
+
 // The TUN engine's status (quicstep-tun, qs-engine: client/tun/engine_status.hpp): its
 // relays instead of queues, what it did with the TUN's packets, and its loop's failures.
 void print_tun_engine(const nlohmann::json& s) {
@@ -112,6 +138,11 @@ void print_tun_engine(const nlohmann::json& s) {
     if (!last.empty()) std::cout << " (last: " << last << ")";
     std::cout << "\n";
   }
+  if (s.contains("restarts")) {
+    std::cout << "restarts: WireGuard helper " << s["restarts"].value("helper", 0)
+              << ", TUN device " << s["restarts"].value("tun_device", 0) << "\n";
+  }
+  print_healing(s);
 }
 
 void print_human(const nlohmann::json& s) {
@@ -171,6 +202,7 @@ void print_human(const nlohmann::json& s) {
                 << " sent on to the channel\n";
     }
   }
+  print_healing(s);
 }
 
 }  // namespace

@@ -171,6 +171,10 @@ class Healing(artifacts.KeepOnFailure, unittest.TestCase):
             self.assertGreater(a["removals"], b["removals"], f"{piece}: removal not counted")
             self.assertGreater(a["restores"], b["restores"], f"{piece}: restore not counted")
             self.assertEqual(a["state"], "ok")
+            # The same, as a user reads it.
+            human = quicstepd.ctl(self.ns, self.sock, "status").stdout
+            self.assertIn(f"{piece} ok: removed {a['removals']}, restored {a['restores']}",
+                          human)
         return first
 
     # --- the faults --------------------------------------------------------------------------

@@ -149,6 +149,11 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
                 data += chunk
         return json.loads(data)
 
+    def quicstepctl_status(self):
+        """`quicstepctl status` as a user reads it."""
+        return subprocess.run([binaries.path("quicstepctl"), "--socket", self.sock, "status"],
+                              capture_output=True, text=True, check=True, timeout=10).stdout
+
     def fetch_cmd(self, dest, name):
         out_dir = os.path.join(self.work, name)
         os.makedirs(out_dir, exist_ok=True)
@@ -296,9 +301,13 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
             print(f"\n[healing] {piece} put back within {took:.2f} s; then DNS and fetches")
         healing = self.status()["healing"]
         print(f"[healing] {json.dumps(healing)}")
+        human = self.quicstepctl_status()
         for piece, _ in faults:
             self.assertEqual(healing["pieces"][piece]["state"], "ok", piece)
             self.assertGreaterEqual(healing["pieces"][piece]["removals"], 1, piece)
+            self.assertIn(f"{piece} ok: removed ", human)
+        self.assertIn("self-healing: all in place", human)
+        print("[healing] quicstepctl status:\n" + human)
         self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
         self.read_captures((cn, cp), native, channel)
 
@@ -352,6 +361,7 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         print(f"\n[tun deleted] back within {took:.2f} s; the fetch running then got {got} of "
               f"{SIZE_MB * 1000 * 1000} bytes")
         self.assertEqual(self.tun_state(), {"tun": True, "rules": True, "nft": True})
+        self.assertIn("TUN device 1", self.quicstepctl_status())
         self.assertTrue(wait_for(lambda: self.dig() != "", engine, seconds=10),
                         "no DNS answer after the TUN came back")
         self.fetch(self.srv_v4, "after-tun-deleted-v4")
