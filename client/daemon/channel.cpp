@@ -295,7 +295,7 @@ bool Channel::is_up(bool device_seen) {
   return unknown;
 }
 
-common::Result<WireGuardReading, common::Failure> Channel::read_health(
+common::Result<core::WireGuardReading, common::Failure> Channel::read_health(
     const std::string& table) const {
   switch (kind_) {
     case core::ChannelKind::wireguard: return read_wireguard(interface_);

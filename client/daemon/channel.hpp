@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #include "client/core/policy_config.hpp"
-#include "client/daemon/channel_health.hpp"
+#include "client/core/channel_health.hpp"
 #include "client/kernel/nft_rules.hpp"
 #include "client/kernel/udp_socket_watch.hpp"
 #include "common/error.hpp"
@@ -70,10 +70,10 @@ class Channel {
   // datagram there; a lookup that fails counts as listening: the health reading still
   // judges).
   bool is_up(bool device_seen);
-  // One reading for ChannelHealth: WireGuard's peers, a tunnel device's byte counters
+  // One reading for core::ChannelHealth: WireGuard's peers, a tunnel device's byte counters
   // (device_counters.hpp), or a tproxy channel's counters in the nft table `table`. Errors:
   // those readers'.
-  common::Result<WireGuardReading, common::Failure> read_health(const std::string& table) const;
+  common::Result<core::WireGuardReading, common::Failure> read_health(const std::string& table) const;
 
  private:
   common::Outcome bring_up(const core::DaemonSettings& settings);

@@ -20,7 +20,7 @@
 
 #include "client/core/classifier.hpp"
 #include "client/daemon/channel.hpp"
-#include "client/daemon/channel_health.hpp"
+#include "client/core/channel_health.hpp"
 #include "client/daemon/control_server.hpp"
 #include "client/kernel/healer.hpp"
 #include "client/daemon/native_path.hpp"
@@ -143,7 +143,7 @@ struct Daemon::Impl {
   common::Timestamp channel_down_since;
   std::string notified_status;
   // The channel's health (channel_health.hpp), from WireGuard's own state every second.
-  ChannelHealthJudge channel_health;
+  core::ChannelHealthJudge channel_health;
   asio::steady_timer health_timer{io};
   std::string health_read_error;  // the last reading's failure, logged once per change
   // The native source address per family at the last check (nullopt: not read yet).
@@ -715,7 +715,7 @@ void Daemon::Impl::notify_status() {
     text = channel.describe() + " down: failed closed";
   } else if (!healer.healthy()) {
     text = "kernel state missing, failed closed (quicstepctl status: healing)";
-  } else if (channel_health.state() == ChannelHealth::unanswered) {
+  } else if (channel_health.state() == core::ChannelHealth::unanswered) {
     text = channel.describe() +
            " unanswered (it sends, nothing comes back): DNS, TCP and QUIC handshakes fail "
            "until it answers";
@@ -738,7 +738,7 @@ void Daemon::Impl::arm_health_timer() {
 // One reading of the channel's state (Channel::read_health); a change of health is logged.
 void Daemon::Impl::judge_channel() {
   const bool wireguard = config.daemon.channel_kind == core::ChannelKind::wireguard;
-  std::optional<WireGuardReading> reading;
+  std::optional<core::WireGuardReading> reading;
   if (channel_up) {
     auto read = channel.read_health(spec.table);
     const std::string error = read ? std::string() : read.error().message;
@@ -750,22 +750,22 @@ void Daemon::Impl::judge_channel() {
     }
     if (read) reading = std::move(*read);
   }
-  const ChannelHealth before = channel_health.state();
+  const core::ChannelHealth before = channel_health.state();
   const auto unix_now = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-  const ChannelHealth now =
+  const core::ChannelHealth now =
       channel_health.update(net::monotonic_now(), unix_now, channel_up, reading);
   if (now == before) return;
-  if (now == ChannelHealth::unanswered) {
+  if (now == core::ChannelHealth::unanswered) {
     spdlog::warn("{} unanswered: {} has sent for {} s and received nothing ({}); DNS, "
                  "TCP and QUIC handshakes fail until it answers",
                  channel.describe(), wireguard ? "WireGuard" : tproxy() ? "it" : "the tunnel",
                  std::chrono::duration_cast<std::chrono::seconds>(
-                             ChannelHealthOptions{}.unanswered_after).count(),
+                             core::ChannelHealthOptions{}.unanswered_after).count(),
                  wireguard ? "the provider is gone, or WireGuard is blocked"
                            : "its program stopped forwarding, or its server is gone or blocked");
-  } else if (before == ChannelHealth::unanswered && now == ChannelHealth::working) {
+  } else if (before == core::ChannelHealth::unanswered && now == core::ChannelHealth::working) {
     spdlog::warn("{} answers again", channel.describe());
   } else {
     spdlog::info("{} health: {} -> {}", channel.describe(), to_string(before), to_string(now));

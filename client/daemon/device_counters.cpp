@@ -26,26 +26,26 @@ common::Result<std::uint64_t, common::Failure> read_counter(const std::string& p
 
 }  // namespace
 
-common::Result<WireGuardReading, common::Failure> read_device_counters(
+common::Result<core::WireGuardReading, common::Failure> read_device_counters(
     const std::string& interface, const std::string& sys_root) {
   const std::string dir = sys_root + "/class/net/" + interface + "/statistics/";
   auto rx = read_counter(dir + "rx_bytes");
   if (!rx) return rx.error();
   auto tx = read_counter(dir + "tx_bytes");
   if (!tx) return tx.error();
-  WireGuardReading reading;
+  core::WireGuardReading reading;
   reading.peers.push_back({"", 0, *rx, *tx});
   return reading;
 }
 
-common::Result<WireGuardReading, common::Failure> read_proxy_counters(const std::string& table) {
+common::Result<core::WireGuardReading, common::Failure> read_proxy_counters(const std::string& table) {
   const auto counters = kernel::read_kernel_counters(table);
   const auto in = counters.find("channel_in");
   const auto out = counters.find("channel_out");
   if (in == counters.end() || out == counters.end()) {
     return common::Failure("no channel counters in nft table inet " + table);
   }
-  WireGuardReading reading;
+  core::WireGuardReading reading;
   reading.peers.push_back({"", 0, in->second.bytes, out->second.bytes});
   return reading;
 }

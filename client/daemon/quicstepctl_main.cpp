@@ -115,8 +115,16 @@ void print_healing(const nlohmann::json& s) {
 // The TUN engine's status (quicstep-tun, qs-engine: client/tun/engine_status.hpp): its
 // relays instead of queues, what it did with the TUN's packets, and its loop's failures.
 void print_tun_engine(const nlohmann::json& s) {
-  std::cout << "TUN engine; WireGuard helper pid " << s.value("helper_pid", -1) << "\n"
-            << "paths:\n";
+  std::cout << "TUN engine; WireGuard helper pid " << s.value("helper_pid", -1) << "\n";
+  if (s.contains("channel") && s["channel"].contains("health")) {
+    const nlohmann::json& ch = s["channel"];
+    std::cout << "channel: WireGuard (its helper), " << ch["health"].get<std::string>();
+    if (ch.contains("handshake_age_s") && ch["handshake_age_s"].is_number()) {
+      std::cout << ", handshake " << ch["handshake_age_s"] << " s ago";
+    }
+    std::cout << ", unanswered " << ch.value("unanswered_episodes", 0) << " times\n";
+  }
+  std::cout << "paths:\n";
   print_paths_and_flows(s);
   if (s.contains("channel")) print_channel_dns(s["channel"]);
   const nlohmann::json& r = s["relays"];

@@ -60,17 +60,17 @@ std::string uapi_path(const std::string& interface) {
 
 }  // namespace
 
-common::Result<WireGuardReading, common::Failure> read_wireguard(const std::string& interface) {
+common::Result<core::WireGuardReading, common::Failure> read_wireguard(const std::string& interface) {
   const std::string sock = uapi_path(interface);
   if (::access(sock.c_str(), F_OK) == 0) {
     auto answer = uapi_exchange(sock, "get=1\n\n");
     if (!answer) return answer.error();
-    return parse_uapi_get(*answer);
+    return core::parse_uapi_get(*answer);
   }
   const std::vector<std::string> cmd{"wg", "show", interface, "dump"};
   const auto r = net::run_process(cmd);
   if (!r.ok()) return common::Failure(net::describe(cmd, r));
-  return parse_wg_dump(r.output);
+  return core::parse_wg_dump(r.output);
 }
 
 common::Result<bool, common::Failure> rebind_wireguard(const std::string& interface) {

@@ -106,7 +106,7 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
 
     # --- helpers -------------------------------------------------------------------------
     def start_engine(self, wg_conf=None):
-        log = os.path.join(self.work, f"quicstep-tun-{time.time():.3f}.log")
+        log = self.engine_log = os.path.join(self.work, f"quicstep-tun-{time.time():.3f}.log")
         p = self.procs.start(self.ns, [binaries.path("quicstep-tun"), "--wg-config",
                                        wg_conf or self.wg_conf,
                                        "--tun", TUN, "--control-socket", self.sock,
@@ -369,6 +369,59 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertIsNone(engine.poll(), "the engine ended")
         self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
         self.assertEqual(self.tun_state(), {"tun": False, "rules": False, "nft": False})
+        self.read_captures((cn, cp), native, channel)
+
+    def test_8_the_channel_health_says_when_wireguard_is_blocked(self):
+        """The status judges the channel from the helper's WireGuard state, as quicstepd's
+        does: `working` once up; with the censor dropping WireGuard (the provider's port, both
+        ways) and lookups keeping it sending, `unanswered` between 15 and 28 s after the
+        block, in the status, quicstepctl and the log, and nothing leaks meanwhile; once the
+        block is lifted, `working` again and a fetch completes by itself."""
+        cn, native, cp, channel = self.captures("unanswered")
+        engine = self.start_engine()
+        self.assertTrue(wait_for(lambda: self.status()["channel"]["health"] == "working",
+                                 engine, seconds=5), self.status()["channel"])
+        self.assertIn("channel: WireGuard (its helper), working, handshake ",
+                      self.quicstepctl_status())
+        port = self.lab["provider"]["listen_port"]
+        block = (f"table inet qs_test_block {{\n chain forward {{\n  type filter hook forward "
+                 f"priority -10;\n  udp dport {port} drop\n  udp sport {port} drop\n }}\n}}\n")
+        blocked = time.time()
+        subprocess.run(["ip", "netns", "exec", self.censor_ns, "nft", "-f", "-"], input=block,
+                       text=True, check=True)
+        seen = None
+        try:
+            while time.time() < blocked + 30 and seen is None:
+                self.dig()  # unanswered: keeps WireGuard sending
+                if self.status()["channel"]["health"] == "unanswered":
+                    seen = time.time() - blocked
+            human = self.quicstepctl_status()
+        finally:
+            subprocess.run(["ip", "netns", "exec", self.censor_ns, "nft", "delete", "table",
+                            "inet", "qs_test_block"], check=True)
+        lifted = time.time()
+        answered = wait_for(lambda: self.dig() != "", engine, seconds=20)
+        back = time.time() - lifted
+        self.assertTrue(wait_for(lambda: self.status()["channel"]["health"] == "working",
+                                 engine, seconds=3), self.status()["channel"])
+        print(f"\n[unanswered] said {seen} s after the block; DNS answered {back:.1f} s "
+              f"after the lift")
+        self.assertIsNotNone(seen, "the status never said the channel was unanswered")
+        self.assertGreaterEqual(seen, 15, "unanswered said before WireGuard could know")
+        # The judge's 20 s, from the first reading that saw WireGuard send; a reading every
+        # second, each answer taken at the next tick; the status asked between lookups of up
+        # to a second each.
+        self.assertLessEqual(seen, 28, "unanswered said too late")
+        self.assertIn("channel: WireGuard (its helper), unanswered", human)
+        self.assertTrue(answered, "no DNS answer within 20 s of the block's end")
+        self.fetch(self.srv_v4, "after-unanswered")
+        st = self.status()
+        self.assertEqual(st["channel"]["unanswered_episodes"], 1)
+        self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
+        with open(self.engine_log) as f:
+            log = f.read()
+        self.assertIn("the WireGuard channel is unanswered", log)
+        self.assertIn("the WireGuard channel answers again", log)
         self.read_captures((cn, cp), native, channel)
 
     def test_4_a_family_without_a_tunnel_address_is_blocked_not_native(self):

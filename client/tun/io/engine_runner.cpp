@@ -1,6 +1,9 @@
 #include "client/tun/io/engine_runner.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -71,10 +74,81 @@ std::optional<EngineFiles> load_engine_files(const std::string& program,
   return files;
 }
 
+namespace {
+
+common::Timestamp steady_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return common::Timestamp{std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec};
+}
+
+}  // namespace
+
 EngineRunner::EngineRunner(EngineLoop& loop, WgHelperOptions options, std::string uapi_set,
                            WgHelperProcess helper)
     : loop_(loop), options_(std::move(options)), uapi_set_(std::move(uapi_set)),
-      helper_(std::move(helper)) {}
+      helper_(std::move(helper)),
+      health_timer_(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) {
+  itimerspec every_second{};
+  every_second.it_interval.tv_sec = 1;
+  every_second.it_value.tv_nsec = 1;  // the first request at once
+  if (!health_timer_.valid() ||
+      timerfd_settime(health_timer_.get(), 0, &every_second, nullptr) != 0 ||
+      !loop_.watch_descriptor(health_timer_.get(), [this] { on_health_tick(); })) {
+    spdlog::warn("the channel's health is not read (no timer in the loop)");
+  }
+}
+
+void EngineRunner::on_health_tick() {
+  std::uint64_t ticks = 0;
+  [[maybe_unused]] const ssize_t r = ::read(health_timer_.get(), &ticks, sizeof ticks);
+  const common::Timestamp now = steady_now();
+  bool judge = !helper_;  // no helper: the channel is down, judged every tick
+  std::optional<core::WireGuardReading> reading;
+  std::string error;
+  if (helper_ && helper_->uapi_pending()) {
+    if (auto answer = helper_->poll_uapi()) {
+      judge = true;
+      if (!answer->ok()) {
+        error = answer->error().message;
+      } else if (auto parsed = core::parse_uapi_get(**answer); !parsed.ok()) {
+        error = parsed.error().message;
+      } else {
+        reading = std::move(*parsed);
+      }
+    } else if (now - health_asked_ > std::chrono::seconds(5)) {
+      judge = true;  // a helper that does not answer tells nothing: unknown
+      error = "the WireGuard helper did not answer `get=1` in 5 s";
+    }
+  }
+  if (error != health_error_) {
+    if (!error.empty()) spdlog::warn("channel health: {}", error);
+    health_error_ = error;
+  }
+  if (judge) {
+    const core::ChannelHealth before = health_.state();
+    const std::int64_t unix_now = std::chrono::duration_cast<std::chrono::seconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
+    const core::ChannelHealth after = health_.update(now, unix_now, helper_.has_value(), reading);
+    if (after == before) {
+    } else if (after == core::ChannelHealth::unanswered) {
+      spdlog::warn("the WireGuard channel is unanswered: it has sent for {} s and received "
+                   "nothing (the provider is gone, or WireGuard is blocked); DNS, TCP and QUIC "
+                   "handshakes fail until it answers",
+                   std::chrono::duration_cast<std::chrono::seconds>(
+                       core::ChannelHealthOptions{}.unanswered_after).count());
+    } else if (before == core::ChannelHealth::unanswered) {
+      spdlog::warn("the WireGuard channel answers again ({})", core::to_string(after));
+    } else {
+      spdlog::info("the WireGuard channel's health: {} -> {}", core::to_string(before),
+                   core::to_string(after));
+    }
+  }
+  if (helper_ && !helper_->uapi_pending()) {
+    if (helper_->begin_uapi("get=1\n\n").ok()) health_asked_ = now;
+  }
+}
 
 std::string EngineRunner::answer(const std::string& request) {
   if (request == "status") {
@@ -102,6 +176,13 @@ std::string EngineRunner::answer(const std::string& request) {
     j["offloads"] = {{"vnet_header", f.vnet_header}, {"udp_gso", f.udp_gso},
                      {"relay_gro", f.relay_gro}, {"relay_gso", f.relay_gso}};
     j["helper_pid"] = helper_pid();
+    nlohmann::json& ch = j["channel"];
+    ch["kind"] = "wireguard";
+    ch["up"] = helper_.has_value();
+    ch["health"] = std::string(core::to_string(health_.state()));
+    const auto age = health_.handshake_age_s();
+    ch["handshake_age_s"] = age ? nlohmann::json(*age) : nlohmann::json(nullptr);
+    ch["unanswered_episodes"] = health_.unanswered_episodes();
     j["restarts"] = {{"helper", helper_restarts_}, {"tun_device", tun_recreated_}};
     if (more_status_) more_status_(j);
     return j.dump() + "\n";

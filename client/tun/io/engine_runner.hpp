@@ -1,7 +1,10 @@
 // EngineRunner: what every frontend of the TUN engine does around its EngineLoop, the same
 // on Linux (quicstep-tun) and Android (qs-engine): keeps a WireGuard helper running (a dead
 // one is started again with the same wg-quick settings and its pair given to the loop; the
-// engine's flows go on), answers the control socket, and follows a network change (every
+// engine's flows go on), judges the channel's health from the helper's WireGuard state once
+// a second (core::ChannelHealthJudge, as quicstepd does: `working`, `idle`, `unanswered`
+// after 20 s of sending with nothing back — the provider gone, or WireGuard blocked —, `down`
+// while no helper runs), answers the control socket, and follows a network change (every
 // relay opened again, and the helper's socket too, so that servers see the new address).
 #pragma once
 
@@ -13,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/core/channel_health.hpp"
 #include "client/tun/engine_core.hpp"
 #include "client/tun/io/engine_loop.hpp"
 #include "client/tun/io/wg_helper_process.hpp"
@@ -52,6 +56,8 @@ class EngineRunner {
   // `loop` must outlive the runner; `helper` is the running first helper.
   EngineRunner(EngineLoop& loop, WgHelperOptions options, std::string uapi_set,
                WgHelperProcess helper);
+  // The channel's health as last judged.
+  core::ChannelHealth channel_health() const { return health_.state(); }
 
   // The control socket's answers: `status` (quicstepctl's vocabulary, engine_status.hpp, and
   // the loop's counters), `network-changed` (the frontend's system told it: Android's
@@ -82,6 +88,13 @@ class EngineRunner {
   std::optional<WgHelperProcess> helper_;
   std::function<void(nlohmann::json&)> more_status_;
   TunReopen reopen_tun_;
+  // The channel's health: a `get=1` sent at one tick of the 1 s timer, its answer taken at
+  // the next (the loop never waits for the helper).
+  void on_health_tick();
+  core::ChannelHealthJudge health_;
+  net::UniqueFd health_timer_;
+  common::Timestamp health_asked_ = common::Timestamp::never();
+  std::string health_error_;  // the last reading's failure, logged once per change
   std::uint64_t helper_restarts_ = 0;
   std::uint64_t tun_recreated_ = 0;
 };

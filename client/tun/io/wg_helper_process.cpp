@@ -91,7 +91,9 @@ common::Result<WgHelperProcess, common::Failure> WgHelperProcess::start(
 WgHelperProcess::WgHelperProcess(WgHelperProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       packets_(std::move(other.packets_)),
-      uapi_(std::move(other.uapi_)) {}
+      uapi_(std::move(other.uapi_)),
+      pending_(std::exchange(other.pending_, false)),
+      partial_(std::move(other.partial_)) {}
 
 WgHelperProcess& WgHelperProcess::operator=(WgHelperProcess&& other) noexcept {
   if (this != &other) {
@@ -99,6 +101,8 @@ WgHelperProcess& WgHelperProcess::operator=(WgHelperProcess&& other) noexcept {
     pid_ = std::exchange(other.pid_, -1);
     packets_ = std::move(other.packets_);
     uapi_ = std::move(other.uapi_);
+    pending_ = std::exchange(other.pending_, false);
+    partial_ = std::move(other.partial_);
   }
   return *this;
 }
@@ -120,31 +124,80 @@ void WgHelperProcess::terminate() {
   pid_ = -1;
 }
 
-common::Result<std::string, common::Failure> WgHelperProcess::uapi(const std::string& request) {
+namespace {
+
+// Sends all of `request` on the UAPI stream.
+common::Outcome send_all(int fd, const std::string& request) {
   for (std::size_t sent = 0; sent < request.size();) {
-    const ssize_t n = ::send(uapi_.get(), request.data() + sent, request.size() - sent,
-                             MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n < 0) return common::Failure(errno_text("UAPI write"));
     sent += static_cast<std::size_t>(n);
   }
-  std::string answer;
+  return {};
+}
+
+}  // namespace
+
+common::Failure WgHelperProcess::closed_failure() {
+  int status = 0;
+  const bool exited = wait_exit(pid_, 1000, &status);
+  if (exited) pid_ = -1;
+  return common::Failure(
+      "the WireGuard helper closed its UAPI end" +
+      (exited && WIFEXITED(status) ? " (exit " + std::to_string(WEXITSTATUS(status)) + ")"
+                                   : std::string()));
+}
+
+common::Result<std::string, common::Failure> WgHelperProcess::read_answer(int timeout_ms) {
   char buf[4096];
-  while (answer.find("\n\n") == std::string::npos) {
+  while (partial_.find("\n\n") == std::string::npos) {
     pollfd p{uapi_.get(), POLLIN, 0};
-    if (poll(&p, 1, 5000) != 1) return common::Failure("the WireGuard helper did not answer in 5 s");
-    const ssize_t n = ::recv(uapi_.get(), buf, sizeof buf, 0);
-    if (n <= 0) {
-      int status = 0;
-      const bool exited = wait_exit(pid_, 1000, &status);
-      if (exited) pid_ = -1;
-      return common::Failure(
-          "the WireGuard helper closed its UAPI end" +
-          (exited && WIFEXITED(status) ? " (exit " + std::to_string(WEXITSTATUS(status)) + ")"
-                                       : std::string()));
+    if (poll(&p, 1, timeout_ms) != 1) {
+      return common::Failure("the WireGuard helper did not answer in 5 s");
     }
-    answer.append(buf, static_cast<std::size_t>(n));
+    const ssize_t n = ::recv(uapi_.get(), buf, sizeof buf, 0);
+    if (n <= 0) return closed_failure();
+    partial_.append(buf, static_cast<std::size_t>(n));
   }
+  std::string answer = std::move(partial_);
+  partial_.clear();
+  pending_ = false;
   return answer;
+}
+
+common::Result<std::string, common::Failure> WgHelperProcess::uapi(const std::string& request) {
+  if (pending_) {
+    // The loop's reading goes first on the stream: its answer is read and dropped.
+    if (auto earlier = read_answer(5000); !earlier.ok()) return earlier.error();
+  }
+  if (auto sent = send_all(uapi_.get(), request); !sent.ok()) return sent.error();
+  return read_answer(5000);
+}
+
+common::Outcome WgHelperProcess::begin_uapi(const std::string& request) {
+  if (pending_) return common::Failure("a UAPI request is pending");
+  if (auto sent = send_all(uapi_.get(), request); !sent.ok()) return sent;
+  pending_ = true;
+  partial_.clear();
+  return {};
+}
+
+std::optional<common::Result<std::string, common::Failure>> WgHelperProcess::poll_uapi() {
+  if (!pending_) return std::nullopt;
+  char buf[4096];
+  while (partial_.find("\n\n") == std::string::npos) {
+    const ssize_t n = ::recv(uapi_.get(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return std::nullopt;
+    if (n <= 0) {
+      pending_ = false;
+      return common::Result<std::string, common::Failure>(closed_failure());
+    }
+    partial_.append(buf, static_cast<std::size_t>(n));
+  }
+  std::string answer = std::move(partial_);
+  partial_.clear();
+  pending_ = false;
+  return common::Result<std::string, common::Failure>(std::move(answer));
 }
 
 }  // namespace quicstep::client::tun

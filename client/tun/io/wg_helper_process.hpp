@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,16 +37,28 @@ class WgHelperProcess {
   // The engine's end of the packet pair (given away: the loop owns it).
   net::UniqueFd take_packets() { return std::move(packets_); }
   // One UAPI request (`get=1\n\n`, `set=1\n...\n\n`) and its whole answer, up to the
-  // empty line; 5 s at most.
+  // empty line; 5 s at most. A request begun with begin_uapi() is answered first (its
+  // answer waited for and dropped).
   common::Result<std::string, common::Failure> uapi(const std::string& request);
+  // The same without waiting, for a reading in the engine's loop (the channel's health):
+  // begin_uapi() sends the request; poll_uapi() takes what has come, and gives the whole
+  // answer once it is there (nothing yet: nullopt; the helper closed its end: a failure).
+  // One request at a time: begin_uapi() while one is pending fails.
+  common::Outcome begin_uapi(const std::string& request);
+  std::optional<common::Result<std::string, common::Failure>> poll_uapi();
+  bool uapi_pending() const { return pending_; }
   pid_t pid() const { return pid_; }
 
  private:
   WgHelperProcess() = default;
   void terminate();
+  common::Result<std::string, common::Failure> read_answer(int timeout_ms);  // pending's
+  common::Failure closed_failure();  // the helper closed its UAPI end: why
   pid_t pid_ = -1;
   net::UniqueFd packets_;
   net::UniqueFd uapi_;
+  bool pending_ = false;  // begin_uapi() sent a request whose answer is not all read
+  std::string partial_;   // what came of it so far
 };
 
 }  // namespace quicstep::client::tun

@@ -1,11 +1,11 @@
 // ChannelHealth: WireGuard's state parsed (UAPI get, wg show dump) and judged over time.
-#include "client/daemon/channel_health.hpp"
+#include "client/core/channel_health.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace quicstep::client::daemon {
+namespace quicstep::client::core {
 namespace {
 
 using common::Timestamp;
@@ -131,4 +131,4 @@ TEST(ChannelHealth, DownAndUnreadableAreSaidAndNoSilenceIsTimedAcrossThem) {
 }
 
 }  // namespace
-}  // namespace quicstep::client::daemon
+}  // namespace quicstep::client::core

@@ -51,7 +51,7 @@ TEST_F(DeviceCounters, AGoneDeviceOrABadCounterIsAnError) {
 TEST_F(DeviceCounters, JudgedLikeAWireGuardPeer) {
   // Sending with nothing coming back for unanswered_after makes the channel unanswered;
   // an answer makes it working again. The counters of a real tunnel device behave so.
-  ChannelHealthJudge judge;
+  core::ChannelHealthJudge judge;
   common::Timestamp t{1'000'000'000};
   for (int s = 0; s <= 25; ++s) {
     write("rx_bytes", "100\n");
@@ -60,11 +60,11 @@ TEST_F(DeviceCounters, JudgedLikeAWireGuardPeer) {
     ASSERT_TRUE(r.ok());
     judge.update(t + std::chrono::seconds(s), 1'700'000'000 + s, true, *r);
   }
-  EXPECT_EQ(judge.state(), ChannelHealth::unanswered);
+  EXPECT_EQ(judge.state(), core::ChannelHealth::unanswered);
   write("rx_bytes", "200\n");
   judge.update(t + std::chrono::seconds(26), 1'700'000'026, true,
                *read_device_counters("tun0", root_));
-  EXPECT_EQ(judge.state(), ChannelHealth::working);
+  EXPECT_EQ(judge.state(), core::ChannelHealth::working);
   EXPECT_FALSE(judge.handshake_age_s().has_value());
 }
 

@@ -18,7 +18,7 @@
 #include "common/error.hpp"
 #include "common/timestamp.hpp"
 
-namespace quicstep::client::daemon {
+namespace quicstep::client::core {
 
 struct WireGuardPeerReading {
   std::string public_key;              // hex (UAPI) or base64 (wg show dump)
@@ -85,4 +85,4 @@ class ChannelHealthJudge {
   std::uint64_t unanswered_episodes_ = 0;
 };
 
-}  // namespace quicstep::client::daemon
+}  // namespace quicstep::client::core

@@ -1,9 +1,9 @@
-#include "client/daemon/channel_health.hpp"
+#include "client/core/channel_health.hpp"
 
 #include <algorithm>
 #include <charconv>
 
-namespace quicstep::client::daemon {
+namespace quicstep::client::core {
 namespace {
 
 using common::Failure;
@@ -154,4 +154,4 @@ ChannelHealth ChannelHealthJudge::update(common::Timestamp now, std::int64_t uni
   return state_;
 }
 
-}  // namespace quicstep::client::daemon
+}  // namespace quicstep::client::core
