@@ -21,6 +21,19 @@ class EngineStatusTest {
         assertEquals(0.0019685, s.channelLoadRatio, 1e-12);
         assertEquals(3, s.flows);
         assertEquals("native 11.0 MB, channel 21.6 kB, load ratio 0.20%, 3 flows", s.summary());
+        assertEquals(null, s.channelHealth);
+    }
+
+    @Test
+    void theChannelsHealthLeadsTheSummary() throws Exception {
+        String working = REPLY.replace("\"flows\":{", "\"channel\":{\"health\":\"working\",\"dns\":[]},\"flows\":{");
+        EngineStatus s = EngineStatus.fromJson(working);
+        assertEquals("working", s.channelHealth);
+        assertEquals("Channel working. native 11.0 MB, channel 21.6 kB, load ratio 0.20%, 3 flows", s.summary());
+        String blocked = working.replace("\"working\"", "\"unanswered\"");
+        assertTrue(EngineStatus.fromJson(blocked).summary().startsWith(
+                "Channel unanswered: WireGuard sends and nothing comes back"), EngineStatus.fromJson(blocked).summary());
+        assertMessage("channel.health is not a string", working.replace("\"working\"", "3"));
     }
 
     @Test
