@@ -111,6 +111,15 @@ class SecondUplink:
         _run(self.client_ns, "ip", "-6", "route", "replace", "default", "via", GATEWAY_V6, "dev",
              CLIENT_IF)
 
+    def prefer(self):
+        """The default routes move to the second link while the first stays up, as when a
+        phone's Wi-Fi joins while its cellular network lingers, or a laptop's Ethernet is
+        plugged in beside its Wi-Fi."""
+        _run(self.client_ns, "ip", "-4", "route", "replace", "default", "via", GATEWAY_V4, "dev",
+             CLIENT_IF)
+        _run(self.client_ns, "ip", "-6", "route", "replace", "default", "via", GATEWAY_V6, "dev",
+             CLIENT_IF)
+
     def restore_first(self):
         """The first link back as the lab made it, its default routes included."""
         self.first.up()

@@ -197,9 +197,9 @@ class TunEnginePaths(base.TunEngineLab):
             "  type filter hook forward priority 0; policy accept;\n"
             f"  ip daddr {{ {addrs} }} udp sport 443 drop\n }}\n}}\n"), "qst_test_noanswer"))
 
-    def quicstep_server(self, mode):
-        """quicstep-server in `mode` on the server's port 443 instead of gtlsserver (given
-        back afterwards)."""
+    def quicstep_server(self, mode, *extra):
+        """quicstep-server in `mode` (and `extra` options) on the server's port 443 instead of
+        gtlsserver (given back afterwards)."""
         self.procs.stop(self.server)
         self.addCleanup(self.restart_gtlsserver)
         log = os.path.join(self.work, f"quicstep-server-{mode}.log")
@@ -207,7 +207,8 @@ class TunEnginePaths(base.TunEngineLab):
                                              f"{self.srv_v4}:443", "--cert",
                                              os.path.join(self.work, "cert.pem"), "--key",
                                              os.path.join(self.work, "key.pem"), "--workers", "1",
-                                             "--migration", mode, "--htdocs", self.htdocs], log)
+                                             "--migration", mode, "--htdocs", self.htdocs,
+                                             *extra], log)
         self.addCleanup(self.procs.stop, srv)
         time.sleep(0.5)
         self.assertIsNone(srv.poll(), f"quicstep-server --migration {mode} did not start")
@@ -384,6 +385,52 @@ class TunEnginePaths(base.TunEngineLab):
         # The rest of the transfer (up to 8 MB) came natively to the new address.
         self.assertGreater(from_new, 0.5 * (base.SIZE_MB * 1_000_000 - at))
         self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
+
+    def test_g2_a_silent_client_follows_a_new_default_route_while_the_old_link_lingers(self):
+        """The client waits for a server that thinks 3 s before it answers (quicstep-server
+        --think-ms): its request is acknowledged, and it sends nothing more. Meanwhile the
+        default routes move to a second link while the first stays up (Wi-Fi joins while
+        cellular lingers; Ethernet beside Wi-Fi). The engine re-binds its relays, but the
+        server answers the address it knows; the old relay's socket, kept while the old
+        network lingers, takes that answer to the client, whose acknowledgement leaves from
+        the new relay: the server migrates, and the response arrives on the second link.
+        (With the old socket closed at once the answer met a closed port and the client,
+        having nothing to say, never spoke again.)"""
+        up2 = uplink.SecondUplink(self.lab)
+        self.addCleanup(up2.remove)
+        up2.add()
+        self.client_native = self.client_native | up2.addresses
+        self.quicstep_server("full", "--think-ms", "3000")
+        cn, native, cp, channel = self.captures("linger")
+        native2 = os.path.join(self.work, "linger-native2.pcap")
+        cn2 = h.start_capture(self.procs, self.censor_ns, uplink.ROUTER_IF, native2)
+        engine = self.start_engine()
+        out_dir = os.path.join(self.work, "linger")
+        os.makedirs(out_dir, exist_ok=True)
+        cmd = ["timeout", "-k", "5", "30", "gtlsclient", "--quiet", "--exit-on-all-streams-close",
+               f"--download={out_dir}", "--timeout=15s", self.srv_v4, "443",
+               "https://open.test/bytes/2000000"]
+        fetch = self.procs.start(self.ns, cmd, os.path.join(self.work, "linger-fetch.log"))
+        try:
+            time.sleep(1.5)  # the handshake, the request and its acknowledgement: then silence
+            up2.prefer()
+            code = fetch.wait(40)
+        finally:
+            up2.restore_first()
+        got = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
+        st = self.status()
+        self.procs.stop(cn2)
+        npk2 = h.inspect(native2)
+        bad = h.leaks(npk2, self.client_native | self.tunnel_addrs)
+        self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the second link")
+        self.read_captures((cn, cp), native, channel)
+        from_new = sum(p["ip_len"] for p in npk2 if p.get("dst") == uplink.CLIENT_V4)
+        print(f"\n[linger] {got} bytes, exit {code}; {from_new} bytes to the second link's "
+              f"address; relays {st['relays']}; lingered {st['loop'].get('relays_lingered')}, {st['loop'].get('linger_datagrams')} datagrams there")
+        self.assertEqual((code, got), (0, 2_000_000), "the response never reached the client")
+        self.assertGreater(from_new, 1_000_000, "the server did not move to the second link")
+        self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
+
 
 if __name__ == "__main__":
     unittest.main()

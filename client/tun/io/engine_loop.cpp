@@ -77,6 +77,7 @@ EngineLoop::EngineLoop(const EngineConfig& config, net::UniqueFd tun, net::Uniqu
       timer_(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)),
       wake_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       relay_fds_(std::max<std::size_t>(config.relay_capacity, 1), -1),
+      lingering_(relay_fds_.size()),
       buffer_(kVirtioNetHdrLength + kMaxPacket),
       segment_buffer_(kVirtioNetHdrLength + kMaxPacket + 40) {
   // The core calls back into this object: construct it last.
@@ -94,6 +95,10 @@ EngineLoop::~EngineLoop() {
   for (int& fd : relay_fds_) {
     if (fd >= 0) ::close(fd);
     fd = -1;
+  }
+  for (Lingering& l : lingering_) {
+    if (l.fd >= 0) ::close(l.fd);
+    l.fd = -1;
   }
 }
 
@@ -148,7 +153,9 @@ void EngineLoop::network_changed(ChangedFamilies changed) {
   for (std::size_t id = 0; id < relay_fds_.size(); ++id) {
     if (relay_fds_[id] >= 0) drain_relay(static_cast<RelayId>(id), now);
   }
+  keep_closed_relays_ = true;
   engine_->network_changed(now, changed);
+  keep_closed_relays_ = false;
 }
 
 void EngineLoop::answer_control() {
@@ -179,7 +186,9 @@ std::string EngineLoop::run() {
   std::array<epoll_event, 32> events{};
   while (!stopping_.load()) {
     arm_timer();
-    const int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), -1);
+    // Lingering sockets are looked at once a second at least, to close them in time.
+    const int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()),
+                             lingering_ids_.empty() ? -1 : 1000);
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno_text("epoll_wait");
@@ -203,6 +212,11 @@ std::string EngineLoop::run() {
         [[maybe_unused]] const ssize_t r = ::read(wake_.get(), &value, sizeof value);
       } else if (source == kControl) {
         answer_control();
+      } else if (source & kLingerFlag) {
+        const auto id = static_cast<RelayId>(source & ~kLingerFlag);
+        if (id < lingering_.size() && lingering_[id].fd >= 0) {
+          drain_relay_socket(lingering_[id].fd, id, now);
+        }
       } else if (source >= kWatchedBase && source < kRelayBase) {
         watched_[source - kWatchedBase]();
       } else if (source >= kRelayBase) {
@@ -212,6 +226,7 @@ std::string EngineLoop::run() {
     }
     const common::Timestamp after = monotonic_now();
     if (engine_->next_expiry() <= after) engine_->on_expiry(after);
+    if (!lingering_ids_.empty()) expire_lingering(after);
   }
   return "stopped";
 }
@@ -287,10 +302,17 @@ std::string EngineLoop::drain_channel(common::Timestamp now) {
 }
 
 void EngineLoop::drain_relay(RelayId id, common::Timestamp now) {
+  if (id >= relay_fds_.size() || relay_fds_[id] < 0) return;  // closed by an earlier event
+  drain_relay_socket(relay_fds_[id], id, now);
+}
+
+void EngineLoop::drain_relay_socket(int fd, RelayId id, common::Timestamp now) {
+  const bool lingering = fd == lingering_[id].fd;
   // Replies written during this drain are joined into GSO super-packets where they can be.
   batching_ = format_.udp_gso;
   for (std::size_t i = 0; i < kBatch; ++i) {
-    if (id >= relay_fds_.size() || relay_fds_[id] < 0) break;  // closed by an earlier event
+    // Closed by an earlier datagram of this drain (the flow ended, or it moved).
+    if (lingering ? lingering_[id].fd != fd : relay_fds_[id] != fd) break;
     iovec iov{buffer_.data(), kMaxPacket};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     msghdr msg{};
@@ -298,7 +320,7 @@ void EngineLoop::drain_relay(RelayId id, common::Timestamp now) {
     msg.msg_iovlen = 1;
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(relay_fds_[id], &msg, 0);
+    const ssize_t n = ::recvmsg(fd, &msg, 0);
     if (n < 0) {
       // ECONNREFUSED and other errors queued on a connected UDP socket are read once and
       // dropped: the flow's watchdog judges by what comes back, not by ICMP.
@@ -316,6 +338,11 @@ void EngineLoop::drain_relay(RelayId id, common::Timestamp now) {
     }
     ++counters_.relay_reads;
     if (segment < static_cast<std::size_t>(n)) ++counters_.relay_gro_reads;
+    if (lingering) {
+      counters_.linger_datagrams += (static_cast<std::size_t>(n) + segment - 1) / segment;
+    } else if (lingering_[id].fd >= 0) {
+      end_lingering(id);  // the server answers the new address: it moved
+    }
     std::size_t offset = 0;
     do {
       const std::size_t len = std::min(segment, static_cast<std::size_t>(n) - offset);
@@ -364,8 +391,34 @@ bool EngineLoop::open_relay(RelayId id, const FlowKey& flow) {
 void EngineLoop::close_relay(RelayId id) {
   if (id >= relay_fds_.size() || relay_fds_[id] < 0) return;
   if (native_.count > 0 && native_.id == id) flush_native();  // what it was given leaves first
-  ::close(relay_fds_[id]);  // leaves the epoll set with it
-  relay_fds_[id] = -1;
+  end_lingering(id);  // one from an earlier change: no longer the server's last address
+  const int fd = std::exchange(relay_fds_[id], -1);
+  if (keep_closed_relays_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kLingerFlag | id;
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev) == 0) {
+      lingering_[id] = {fd, monotonic_now() + kLinger};
+      lingering_ids_.push_back(id);  // allocates: at a network change, not per packet
+      ++counters_.relays_lingered;
+      return;
+    }
+  }
+  ::close(fd);  // leaves the epoll set with it
+}
+
+void EngineLoop::end_lingering(RelayId id) {
+  if (lingering_[id].fd < 0) return;
+  ::close(lingering_[id].fd);
+  lingering_[id].fd = -1;
+  std::erase(lingering_ids_, id);
+}
+
+void EngineLoop::expire_lingering(common::Timestamp now) {
+  for (std::size_t i = lingering_ids_.size(); i-- > 0;) {
+    const RelayId id = lingering_ids_[i];
+    if (lingering_[id].until <= now) end_lingering(id);
+  }
 }
 
 void EngineLoop::send_native(RelayId id, common::Bytes udp_payload) {

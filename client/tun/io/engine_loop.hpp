@@ -18,6 +18,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -59,6 +60,8 @@ struct LoopCounters {
   std::uint64_t relay_gso_segments = 0;     // datagrams they carried
   std::uint64_t relay_gso_refused = 0;      // the kernel refused one: UDP_SEGMENT off
   std::uint64_t tun_read_dropped = 0;       // a read the engine cannot take (GSO from the TUN)
+  std::uint64_t relays_lingered = 0;        // sockets kept on the old network at a change
+  std::uint64_t linger_datagrams = 0;       // datagrams the server sent there meanwhile
   std::string last_error;                   // the last socket or protect failure, in words
 };
 
@@ -102,8 +105,14 @@ class EngineLoop final : public EngineIo {
   static constexpr std::size_t kMaxWatched = 8;
   // The device's network changed: every relay of a changed family is opened again on it
   // (EngineCore), after what every relay's socket already holds has been written into the
-  // TUN.
+  // TUN. The old socket lingers (kLinger): a server that has not heard from the new address
+  // yet still answers the old one, which may still be up (a phone's old network lingers
+  // after the switch, a laptop's Wi-Fi stays beside new Ethernet). What it brings reaches the
+  // application, whose answer leaves from the new socket, so the server moves, even when the
+  // application had nothing else to say. It closes at the new socket's first datagram (the
+  // server moved), at the relay's close, or after kLinger.
   void network_changed(ChangedFamilies changed = {});
+  static constexpr std::chrono::seconds kLinger{30};
   // How the TUN frames packets (default: one bare IP packet per read and write). Before
   // run(); relays opened after it follow the relay_gro setting.
   // With UDP GSO every reply is written behind a virtio header carrying its partial
@@ -116,6 +125,7 @@ class EngineLoop final : public EngineIo {
   }
   const TunFormat& tun_format() const { return format_; }
   int tun_descriptor() const { return tun_.get(); }  // the current one (replace_tun)
+  std::size_t relays_lingering() const { return lingering_ids_.size(); }
 
   const EngineCore& engine() const { return *engine_; }
   const LoopCounters& counters() const { return counters_; }
@@ -134,11 +144,16 @@ class EngineLoop final : public EngineIo {
     kWatchedBase = 8,  // + the index of a watch_descriptor
     kRelayBase = kWatchedBase + kMaxWatched,
   };
+  static constexpr std::uint64_t kLingerFlag = std::uint64_t{1} << 40;  // | a relay id
   bool watch(int fd, std::uint64_t source);
   std::string drain_tun(common::Timestamp now);
   std::string drain_tun_packets(common::Timestamp now);
   std::string drain_channel(common::Timestamp now);
   void drain_relay(RelayId id, common::Timestamp now);
+  // Reads `fd` (relay `id`'s socket, or its lingering one) into the engine.
+  void drain_relay_socket(int fd, RelayId id, common::Timestamp now);
+  void end_lingering(RelayId id);
+  void expire_lingering(common::Timestamp now);
   void arm_timer();
   void write_tun_now(common::Bytes ip_packet);  // one packet, framed as the TUN wants
   void flush_tun();                             // writes what the batch holds
@@ -157,6 +172,14 @@ class EngineLoop final : public EngineIo {
   ControlAnswer control_answer_;
   std::vector<std::function<void()>> watched_;  // by watch_descriptor's order
   std::vector<int> relay_fds_;  // by relay id; -1 when closed
+  // A relay's socket on the network before the last change, by relay id (fd -1: none).
+  struct Lingering {
+    int fd = -1;
+    common::Timestamp until;
+  };
+  std::vector<Lingering> lingering_;
+  std::vector<RelayId> lingering_ids_;  // the ids with one (a change's worth at the most)
+  bool keep_closed_relays_ = false;     // inside network_changed: close_relay lets it linger
   std::vector<std::uint8_t> buffer_;
   TunFormat format_;
   UdpGsoBatch batch_;

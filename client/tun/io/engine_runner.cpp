@@ -171,6 +171,9 @@ std::string EngineRunner::answer(const std::string& request) {
                  {"relay_gso_sends", c.relay_gso_sends},
                  {"relay_gso_segments", c.relay_gso_segments},
                  {"relay_gso_refused", c.relay_gso_refused},
+                 {"relays_lingered", c.relays_lingered},
+                 {"relays_lingering", loop_.relays_lingering()},
+                 {"linger_datagrams", c.linger_datagrams},
                  {"last_error", c.last_error}};
     const TunFormat& f = loop_.tun_format();
     j["offloads"] = {{"vnet_header", f.vnet_header}, {"udp_gso", f.udp_gso},

@@ -351,6 +351,74 @@ struct OffloadRig {
   ~OffloadRig() { finish(); }
 };
 
+// After a network change the old relay socket lingers: a server that still answers the old
+// address (it has not heard from the new one: the application, waiting, says nothing) reaches
+// the application; its answer leaves from the new socket; once the server answers that one,
+// the old socket closes.
+TEST(EngineLoop, AfterANetworkChangeTheOldRelaySocketLingersUntilTheServerMoves) {
+  PlainRig rig;
+  EngineLoop& loop = *rig.loop;
+  net::UniqueFd change(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  ASSERT_TRUE(loop.watch_descriptor(change.get(), [&] {
+    std::uint64_t value = 0;
+    [[maybe_unused]] const ssize_t r = read(change.get(), &value, sizeof value);
+    loop.network_changed();
+  }));
+  struct Running {
+    EngineLoop& loop;
+    std::thread thread;
+    void stop() {
+      loop.stop();
+      if (thread.joinable()) thread.join();
+    }
+    ~Running() { stop(); }
+  } running{loop, std::thread([&] { loop.run(); })};
+  auto send_to = [&](const sockaddr_storage& to, socklen_t len, const ByteVec& d) {
+    sendto(rig.server.fd.get(), d.data(), d.size(), 0, reinterpret_cast<const sockaddr*>(&to),
+           len);
+  };
+  auto delivered_payload = [&](int ms) {
+    const ByteVec got = read_one(rig.tun_app.get(), ms);
+    if (got.empty()) return ByteVec{};
+    auto parsed = common::parse_ip_packet(got);
+    EXPECT_TRUE(parsed.ok());
+    EXPECT_EQ(parsed->dst_port, 40003);
+    return ByteVec(parsed->payload.begin(), parsed->payload.end());
+  };
+
+  const Received first = handshake_then_short_header(rig.tun_app.get(), rig.helper.get(),
+                                                     rig.server, 40003, short_header(200, 0x41));
+  ASSERT_GT(first.from_len, 0u);
+  const std::uint64_t one = 1;
+  ASSERT_EQ(write(change.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the change is followed
+
+  // The server answers the old address: it reaches the application.
+  send_to(first.from, first.from_len, short_header(500, 0x61));
+  EXPECT_EQ(delivered_payload(2000), short_header(500, 0x61))
+      << "the old socket closed at the change: the answer to the old address was lost";
+  // The application's answer leaves from the new socket (another port).
+  const ByteVec ack = out(40003, short_header(201, 0x42), rig.server.port);
+  send(rig.tun_app.get(), ack.data(), ack.size(), 0);
+  Received moved;
+  pollfd p{rig.server.fd.get(), POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 3000), 1);
+  moved.datagram.resize(2048);
+  moved.from_len = sizeof moved.from;
+  ASSERT_GT(recvfrom(rig.server.fd.get(), moved.datagram.data(), moved.datagram.size(), 0,
+                     reinterpret_cast<sockaddr*>(&moved.from), &moved.from_len), 0);
+  EXPECT_NE(std::memcmp(&moved.from, &first.from, first.from_len), 0) << "not a new socket";
+  // The server moves: the new socket's first datagram closes the old one.
+  send_to(moved.from, moved.from_len, short_header(501, 0x62));
+  EXPECT_EQ(delivered_payload(2000), short_header(501, 0x62));
+  send_to(first.from, first.from_len, short_header(502, 0x63));
+  EXPECT_TRUE(delivered_payload(300).empty()) << "the old socket still lingers";
+  running.stop();
+  EXPECT_EQ(loop.counters().relays_lingered, 1u);
+  EXPECT_EQ(loop.counters().linger_datagrams, 1u);
+  EXPECT_EQ(loop.relays_lingering(), 0u);
+}
+
 TEST(EngineLoop, WithOffloadsWhatARelayReadsInOneGoIsOneGsoWriteIntoTheTun) {
   OffloadRig rig({.vnet_header = true, .udp_gso = true, .relay_gro = true});
   const ByteVec burst = send_burst(rig.server, rig.relay);
