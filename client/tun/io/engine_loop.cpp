@@ -356,6 +356,9 @@ void EngineLoop::drain_relay_socket(int fd, RelayId id, common::Timestamp now) {
 
 bool EngineLoop::open_relay(RelayId id, const FlowKey& flow) {
   if (id >= relay_fds_.size()) return false;
+  // A new flow on this id: a lingering socket of the id's last flow (whose re-opening failed
+  // at a change) must not hand it that flow's datagrams.
+  if (!keep_closed_relays_) end_lingering(id);
   sockaddr_storage server{};
   const socklen_t len = server_address(flow, &server);
   net::UniqueFd fd(::socket(server.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
