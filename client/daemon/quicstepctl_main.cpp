@@ -135,7 +135,14 @@ void print_tun_engine(const nlohmann::json& s) {
   std::cout << "from the TUN: " << e["from_tun"]["packets"] << " packets ("
             << e["malformed"] << " malformed, " << e["dropped"] << " dropped, " << e["held"]
             << " held for the native switch); " << e["network_changes"]
-            << " network changes followed\n";
+            << " network changes followed";
+  if (s.contains("loop") && s["loop"].contains("relays_lingered")) {
+    const nlohmann::json& l = s["loop"];
+    std::cout << " (" << l["relays_lingered"] << " old relay sockets kept, "
+              << l.value("relays_lingering", 0) << " still open; "
+              << l.value("linger_datagrams", 0) << " datagrams came there)";
+  }
+  std::cout << "\n";
   if (s.contains("loop")) {
     const nlohmann::json& l = s["loop"];
     std::cout << "failures: " << l["protect_failed"] << " protect, " << l["relay_socket_failed"]

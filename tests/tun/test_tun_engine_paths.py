@@ -429,6 +429,8 @@ class TunEnginePaths(base.TunEngineLab):
               f"address; relays {st['relays']}; lingered {st['loop'].get('relays_lingered')}, {st['loop'].get('linger_datagrams')} datagrams there")
         self.assertEqual((code, got), (0, 2_000_000), "the response never reached the client")
         self.assertGreater(from_new, 1_000_000, "the server did not move to the second link")
+        self.assertGreater(st["loop"]["linger_datagrams"], 0)
+        self.assertIn("old relay sockets kept", self.quicstepctl_status())
         self.procs.stop(engine, sig=signal.SIGTERM, timeout=15)
 
 
