@@ -337,6 +337,16 @@ class TunEnginePaths(base.TunEngineLab):
         self.assertEqual(without, [dns.LIE[0]])
 
     # --- the network changes --------------------------------------------------------------
+    def second_link_bytes(self, capture2, pcap2, captures, native, channel):
+        """Stops the second link's capture and the others; no leak on either link. Returns
+        the IP bytes sent to the second link's IPv4 address."""
+        self.procs.stop(capture2)
+        npk2 = h.inspect(pcap2)
+        bad = h.leaks(npk2, self.client_native | self.tunnel_addrs)
+        self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the second link")
+        self.read_captures(captures, native, channel)
+        return sum(p["ip_len"] for p in npk2 if p.get("dst") == uplink.CLIENT_V4)
+
     def test_g_network_change_mid_transfer(self):
         """The native link goes down mid-transfer and the default routes move to a second
         link (Wi-Fi off, cellular on): the engine re-binds its relays and its channel, the
@@ -374,12 +384,7 @@ class TunEnginePaths(base.TunEngineLab):
         self.assert_downloaded(out_dir)
         time.sleep(1)
         st = self.status()
-        self.procs.stop(cn2)
-        npk2 = h.inspect(native2)
-        bad = h.leaks(npk2, self.client_native | self.tunnel_addrs)
-        self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the second link")
-        self.read_captures((cn, cp), native, channel)
-        from_new = sum(p["ip_len"] for p in npk2 if p.get("dst") == uplink.CLIENT_V4)
+        from_new = self.second_link_bytes(cn2, native2, (cn, cp), native, channel)
         print(f"\n[network change at {at} bytes] {from_new} bytes to the second link's "
               f"address natively; relays {st['relays']}; watchdog {st['watchdog']}")
         # The rest of the transfer (up to 8 MB) came natively to the new address.
@@ -419,14 +424,10 @@ class TunEnginePaths(base.TunEngineLab):
             up2.restore_first()
         got = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
         st = self.status()
-        self.procs.stop(cn2)
-        npk2 = h.inspect(native2)
-        bad = h.leaks(npk2, self.client_native | self.tunnel_addrs)
-        self.assertEqual(bad[:5], [], f"{len(bad)} leaked packets on the second link")
-        self.read_captures((cn, cp), native, channel)
-        from_new = sum(p["ip_len"] for p in npk2 if p.get("dst") == uplink.CLIENT_V4)
+        from_new = self.second_link_bytes(cn2, native2, (cn, cp), native, channel)
         print(f"\n[linger] {got} bytes, exit {code}; {from_new} bytes to the second link's "
-              f"address; relays {st['relays']}; lingered {st['loop'].get('relays_lingered')}, {st['loop'].get('linger_datagrams')} datagrams there")
+              f"address; relays {st['relays']}; {st['loop']['relays_lingered']} sockets lingered, "
+              f"{st['loop']['linger_datagrams']} datagrams there")
         self.assertEqual((code, got), (0, 2_000_000), "the response never reached the client")
         self.assertGreater(from_new, 1_000_000, "the server did not move to the second link")
         self.assertGreater(st["loop"]["linger_datagrams"], 0)

@@ -113,6 +113,18 @@ Received handshake_then_short_header(int app, int helper, const Server& server,
   return r;
 }
 
+// The loop run on a thread of its own, stopped and joined however the test ends.
+struct RunningLoop {
+  EngineLoop& loop;
+  std::thread thread;
+  explicit RunningLoop(EngineLoop& l) : loop(l), thread([this] { loop.run(); }) {}
+  void stop() {
+    loop.stop();
+    if (thread.joinable()) thread.join();
+  }
+  ~RunningLoop() { stop(); }
+};
+
 // A loop whose QUIC port is the server's, with the application's end of the TUN and the
 // helper's end of the channel held by the test.
 struct PlainRig {
@@ -218,15 +230,7 @@ TEST(EngineLoop, ANetworkChangeDeliversWhatTheOldRelaySocketHolds) {
     }
     loop.network_changed();
   }));
-  struct Running {  // stopped and joined however the test ends
-    EngineLoop& loop;
-    std::thread thread;
-    void stop() {
-      loop.stop();
-      if (thread.joinable()) thread.join();
-    }
-    ~Running() { stop(); }
-  } running{loop, std::thread([&] { loop.run(); })};
+  RunningLoop running(loop);
 
   const Received first = handshake_then_short_header(rig.tun_app.get(), rig.helper.get(),
                                                      rig.server, 40002, short_header(200, 0x41));
@@ -364,15 +368,7 @@ TEST(EngineLoop, AfterANetworkChangeTheOldRelaySocketLingersUntilTheServerMoves)
     [[maybe_unused]] const ssize_t r = read(change.get(), &value, sizeof value);
     loop.network_changed();
   }));
-  struct Running {
-    EngineLoop& loop;
-    std::thread thread;
-    void stop() {
-      loop.stop();
-      if (thread.joinable()) thread.join();
-    }
-    ~Running() { stop(); }
-  } running{loop, std::thread([&] { loop.run(); })};
+  RunningLoop running(loop);
   auto send_to = [&](const sockaddr_storage& to, socklen_t len, const ByteVec& d) {
     sendto(rig.server.fd.get(), d.data(), d.size(), 0, reinterpret_cast<const sockaddr*>(&to),
            len);
