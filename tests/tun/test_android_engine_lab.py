@@ -37,7 +37,8 @@ class AndroidEngineLab(base.TunEngineLab):
     test_5_heals_what_other_tools_remove = None  # Linux's routes: Android's VpnService owns them
     test_6_a_named_endpoint_survives_a_kill9_of_the_engine = None  # the app resolves names
     test_7_a_deleted_tun_comes_back_mid_transfer = None  # VpnService's TUN is the app's
-    test_8_the_channel_health_says_when_wireguard_is_blocked = None  # the same runner: test_8
+    # The health comes from EngineRunner, which both frontends share: test_8 runs it once.
+    test_8_the_channel_health_says_when_wireguard_is_blocked = None
 
     def start_service(self, refuse=False):
         self.tun_sock = os.path.join(self.work, "engine-tun.sock")

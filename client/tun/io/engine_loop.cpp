@@ -21,12 +21,6 @@
 namespace quicstep::client::tun {
 namespace {
 
-common::Timestamp monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return common::Timestamp{std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec};
-}
-
 void set_nonblocking(int fd) {
   const int flags = fcntl(fd, F_GETFL);
   if (flags >= 0) fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -67,6 +61,12 @@ bool complete_checksum(const VirtioNetHdr& hdr, std::uint8_t* packet, std::size_
 }
 
 }  // namespace
+
+common::Timestamp EngineLoop::now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return common::Timestamp{std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec};
+}
 
 EngineLoop::EngineLoop(const EngineConfig& config, net::UniqueFd tun, net::UniqueFd channel,
                        Protector& protector, std::uint64_t seed)
@@ -144,7 +144,7 @@ bool EngineLoop::watch_descriptor(int fd, std::function<void()> on_readable) {
 }
 
 void EngineLoop::network_changed(ChangedFamilies changed) {
-  const common::Timestamp now = monotonic_now();
+  const common::Timestamp now = EngineLoop::now();
   // What the old network delivered and this loop has not read yet reaches the applications
   // before their relays close: closing a socket drops its queue, and those answers may be
   // the last the server sent there. An application that gets them answers (an ACK) from
@@ -194,7 +194,7 @@ std::string EngineLoop::run() {
       return errno_text("epoll_wait");
     }
     ++counters_.wakeups;
-    const common::Timestamp now = monotonic_now();
+    const common::Timestamp now = EngineLoop::now();
     for (int i = 0; i < n; ++i) {
       const std::uint64_t source = events[static_cast<std::size_t>(i)].data.u64;
       std::string ended;
@@ -224,7 +224,7 @@ std::string EngineLoop::run() {
       }
       if (!ended.empty()) return ended;
     }
-    const common::Timestamp after = monotonic_now();
+    const common::Timestamp after = EngineLoop::now();
     if (engine_->next_expiry() <= after) engine_->on_expiry(after);
     if (!lingering_ids_.empty()) expire_lingering(after);
   }
@@ -401,7 +401,7 @@ void EngineLoop::close_relay(RelayId id) {
     ev.events = EPOLLIN;
     ev.data.u64 = kLingerFlag | id;
     if (epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev) == 0) {
-      lingering_[id] = {fd, monotonic_now() + kLinger};
+      lingering_[id] = {fd, EngineLoop::now() + kLinger};
       lingering_ids_.push_back(id);  // allocates: at a network change, not per packet
       ++counters_.relays_lingered;
       return;

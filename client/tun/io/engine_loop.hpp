@@ -84,6 +84,9 @@ class EngineLoop final : public EngineIo {
   // ...and when the TUN device was deleted under the engine (`ip link del`: the descriptor
   // then reads EBADFD; Linux, where the frontend can create it again).
   static constexpr const char* kTunGone = "the TUN device is gone";
+  // CLOCK_MONOTONIC as a Timestamp: the clock the loop gives the engine (and its runner
+  // uses for its own timing).
+  static common::Timestamp now();
   // Async-signal-safe: the loop ends at its next wake-up (an eventfd wakes it).
   void stop();
   // A new WireGuard helper's packet pair, after the last one closed (run() returned). The

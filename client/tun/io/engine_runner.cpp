@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -74,16 +73,6 @@ std::optional<EngineFiles> load_engine_files(const std::string& program,
   return files;
 }
 
-namespace {
-
-common::Timestamp steady_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return common::Timestamp{std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec};
-}
-
-}  // namespace
-
 EngineRunner::EngineRunner(EngineLoop& loop, WgHelperOptions options, std::string uapi_set,
                            WgHelperProcess helper)
     : loop_(loop), options_(std::move(options)), uapi_set_(std::move(uapi_set)),
@@ -102,8 +91,10 @@ EngineRunner::EngineRunner(EngineLoop& loop, WgHelperOptions options, std::strin
 void EngineRunner::on_health_tick() {
   std::uint64_t ticks = 0;
   [[maybe_unused]] const ssize_t r = ::read(health_timer_.get(), &ticks, sizeof ticks);
-  const common::Timestamp now = steady_now();
-  bool judge = !helper_;  // no helper: the channel is down, judged every tick
+  const common::Timestamp now = EngineLoop::now();
+  // The loop runs only with a helper (a dead one is restarted outside it), so each tick
+  // has one; a reading is judged when its answer is in, or when none came in 5 s.
+  bool judge = false;
   std::optional<core::WireGuardReading> reading;
   std::string error;
   if (helper_ && helper_->uapi_pending()) {

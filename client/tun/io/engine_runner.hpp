@@ -3,8 +3,8 @@
 // one is started again with the same wg-quick settings and its pair given to the loop; the
 // engine's flows go on), judges the channel's health from the helper's WireGuard state once
 // a second (core::ChannelHealthJudge, as quicstepd does: `working`, `idle`, `unanswered`
-// after 20 s of sending with nothing back — the provider gone, or WireGuard blocked —, `down`
-// while no helper runs), answers the control socket, and follows a network change (every
+// after 20 s of sending with nothing back — the provider gone, or WireGuard blocked —,
+// `unknown` while the helper does not answer), answers the control socket, and follows a network change (every
 // relay opened again, and the helper's socket too, so that servers see the new address).
 #pragma once
 

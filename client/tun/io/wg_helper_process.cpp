@@ -138,9 +138,9 @@ common::Outcome send_all(int fd, const std::string& request) {
 
 }  // namespace
 
-common::Failure WgHelperProcess::closed_failure() {
+common::Failure WgHelperProcess::closed_failure(int wait_ms) {
   int status = 0;
-  const bool exited = wait_exit(pid_, 1000, &status);
+  const bool exited = wait_exit(pid_, wait_ms, &status);
   if (exited) pid_ = -1;
   return common::Failure(
       "the WireGuard helper closed its UAPI end" +
@@ -156,7 +156,7 @@ common::Result<std::string, common::Failure> WgHelperProcess::read_answer(int ti
       return common::Failure("the WireGuard helper did not answer in 5 s");
     }
     const ssize_t n = ::recv(uapi_.get(), buf, sizeof buf, 0);
-    if (n <= 0) return closed_failure();
+    if (n <= 0) return closed_failure(1000);
     partial_.append(buf, static_cast<std::size_t>(n));
   }
   std::string answer = std::move(partial_);
@@ -190,7 +190,8 @@ std::optional<common::Result<std::string, common::Failure>> WgHelperProcess::pol
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return std::nullopt;
     if (n <= 0) {
       pending_ = false;
-      return common::Result<std::string, common::Failure>(closed_failure());
+      // In the loop: no wait for its exit (the runner reaps it when the packet pair closes).
+      return common::Result<std::string, common::Failure>(closed_failure(0));
     }
     partial_.append(buf, static_cast<std::size_t>(n));
   }

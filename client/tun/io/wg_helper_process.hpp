@@ -53,7 +53,8 @@ class WgHelperProcess {
   WgHelperProcess() = default;
   void terminate();
   common::Result<std::string, common::Failure> read_answer(int timeout_ms);  // pending's
-  common::Failure closed_failure();  // the helper closed its UAPI end: why
+  // The helper closed its UAPI end: why (its exit status, if it ended within `wait_ms`).
+  common::Failure closed_failure(int wait_ms);
   pid_t pid_ = -1;
   net::UniqueFd packets_;
   net::UniqueFd uapi_;
