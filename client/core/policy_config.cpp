@@ -472,7 +472,8 @@ void resolve_native_path(Config* c) {
 void load_tun(Loader& l, const toml::table& root, TunSettings* tun) {
   const toml::table* t = l.table(root, "tun");
   if (t == nullptr) return;
-  l.known_keys(*t, "tun", {"device", "wg_config", "table", "fwmark", "control_socket", "offload"});
+  l.known_keys(*t, "tun", {"device", "wg_config", "table", "fwmark", "control_socket", "offload",
+                             "fast_path"});
   if (const toml::node* n = l.string(t, "device", &tun->device);
       n && !valid_interface(tun->device)) {
     l.error(n->source(), "device must be an interface name of 1..15 characters without '/', "
@@ -491,6 +492,7 @@ void load_tun(Loader& l, const toml::table& root, TunSettings* tun) {
     l.error(n->source(), "control_socket must be a path, not " + render(*n));
   }
   l.boolean(t, "offload", &tun->offload);
+  l.boolean(t, "fast_path", &tun->fast_path);
 }
 
 }  // namespace

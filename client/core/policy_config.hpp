@@ -138,6 +138,10 @@ struct TunSettings {
   std::string control_socket = "/run/quicstep-tun.sock";
   // UDP GSO writes into the TUN and UDP_GRO on relay sockets, where the kernel has them.
   bool offload = true;
+  // Linux: a tc program on the TUN sends a confirmed flow's QUIC short headers natively
+  // without crossing the engine (client/tun/linux/tun_fast_path.hpp), where the kernel has
+  // tcx (6.6+); elsewhere, or false, every packet crosses the engine as on Android.
+  bool fast_path = true;
 };
 
 struct Config {

@@ -131,6 +131,17 @@ void print_tun_engine(const nlohmann::json& s) {
   std::cout << "relays: " << r["open"] << " open of " << r["capacity"] << " (" << r["opened"]
             << " opened, " << r["closed"] << " closed, " << r["evicted"] << " evicted, "
             << r["open_failed"] << " could not open)\n";
+  if (s.contains("fast_path")) {
+    const nlohmann::json& f = s["fast_path"];
+    if (f.is_object()) {
+      std::cout << "fast path: " << f.value("flows", 0) << " flows on it; the kernel sent "
+                << f.value("packets", 0) << " packets (" << f.value("bytes", 0)
+                << " bytes) of confirmed flows past the engine; " << f.value("installed", 0)
+                << " installs, " << f.value("install_failed", 0) << " refused\n";
+    } else {
+      std::cout << "fast path: off (every packet crosses the engine)\n";
+    }
+  }
   const nlohmann::json& e = s["engine"];
   std::cout << "from the TUN: " << e["from_tun"]["packets"] << " packets ("
             << e["malformed"] << " malformed, " << e["dropped"] << " dropped, " << e["held"]

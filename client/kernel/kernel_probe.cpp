@@ -299,4 +299,36 @@ std::optional<std::vector<std::string>> KernelProbe::global_addresses(common::Ip
   return q.all;
 }
 
+namespace {
+
+int read_route_device(const nlmsghdr* nlh, void* data) {
+  if (nlh->nlmsg_type != RTM_NEWROUTE) return MNL_CB_OK;
+  for_each_attr(nlh, sizeof(rtmsg), [&](const nlattr* attr) {
+    if (mnl_attr_get_type(attr) == RTA_OIF && mnl_attr_validate(attr, MNL_TYPE_U32) >= 0) {
+      *static_cast<unsigned*>(data) = mnl_attr_get_u32(attr);
+    }
+  });
+  return MNL_CB_OK;
+}
+
+}  // namespace
+
+std::optional<unsigned> KernelProbe::route_device(const common::IpAddress& dst,
+                                                  std::uint32_t mark) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = RTM_GETROUTE;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;  // the answer, then the acknowledgement
+  nlh->nlmsg_seq = seq_++;
+  auto* rtm = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(rtmsg)));
+  rtm->rtm_family = static_cast<std::uint8_t>(af(dst.family));
+  const common::Bytes octets = dst.octets();
+  rtm->rtm_dst_len = static_cast<std::uint8_t>(octets.size() * 8);
+  mnl_attr_put(nlh, RTA_DST, octets.size(), octets.data());
+  if (mark != 0) mnl_attr_put_u32(nlh, RTA_MARK, mark);
+  unsigned device = 0;
+  if (exchange(route_, nlh, read_route_device, &device) != 0 || device == 0) return std::nullopt;
+  return device;
+}
+
 }  // namespace quicstep::client::kernel

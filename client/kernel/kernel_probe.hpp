@@ -56,6 +56,10 @@ class KernelProbe {
   // sources masquerade may choose for packets out of the device (nat addressing).
   std::optional<std::vector<std::string>> global_addresses(common::IpFamily family,
                                                            unsigned ifindex);
+  // The device a packet to `dst` with mark `mark` leaves from (`ip route get DST mark M`:
+  // the kernel's own lookup, policy rules included); nullopt when there is no route or the
+  // request failed.
+  std::optional<unsigned> route_device(const common::IpAddress& dst, std::uint32_t mark);
 
  private:
   // Sends the request at `nlh` on `s` and runs `on_message` on each answer until the

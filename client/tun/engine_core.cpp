@@ -185,9 +185,18 @@ void EngineCore::drain_events() {
       // A forgotten flow's relay goes with it. A flow failed back to the channel keeps its
       // relay until it idles out: the server may still answer there, and that answer
       // belongs to the application.
-      if (e.kind != FlowEvent::Kind::forgotten) continue;
+      const bool confirmed = e.kind == FlowEvent::Kind::confirmed;
+      if (!confirmed && e.kind != FlowEvent::Kind::failed_back &&
+          e.kind != FlowEvent::Kind::forgotten) {
+        continue;
+      }
       const RelayId id = relays_.find(e.flow);
       if (id == kNoRelay) continue;
+      if (e.kind != FlowEvent::Kind::forgotten) {
+        relays_.relay(id).confirmed = confirmed;
+        io_.relay_confirmed(id, confirmed);
+        continue;
+      }
       close_relay(id);
       ++counters_.relays_closed;
     }
@@ -211,7 +220,10 @@ void EngineCore::network_changed(Timestamp now, ChangedFamilies changed) {
       relays_.remove(id);
       ++counters_.relays_closed;
       ++counters_.relay_open_failed;
+      continue;
     }
+    // Still confirmed: the new socket's fast path waits for the server's first answer there.
+    if (relays_.relay(id).confirmed) io_.relay_confirmed(id, true);
   }
 }
 

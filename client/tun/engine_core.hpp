@@ -64,6 +64,10 @@ class EngineIo {
   virtual void send_channel(common::Bytes ip_packet) = 0;
   // One IP packet into the TUN, to the applications.
   virtual void write_tun(common::Bytes ip_packet) = 0;
+  // The classifier confirmed relay `id`'s move (true: its server answers the relay), or
+  // took the flow back to the channel (false). A frontend with a kernel fast path
+  // (fast_path.hpp) may then let the flow's short headers bypass the engine, or stop.
+  virtual void relay_confirmed(RelayId /*id*/, bool /*confirmed*/) {}
 };
 
 struct EngineConfig {

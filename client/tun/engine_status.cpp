@@ -10,14 +10,16 @@ nlohmann::json traffic(const TrafficCounters& out, const TrafficCounters& in) {
 
 }  // namespace
 
-nlohmann::json engine_status_json(const EngineCore& engine) {
+nlohmann::json engine_status_json(const EngineCore& engine, const TrafficCounters& bypassed) {
   const EngineCounters& e = engine.counters();
   const core::Counters& c = engine.classifier().counters();
   nlohmann::json j;
+  const TrafficCounters to_native{e.to_native.packets + bypassed.packets,
+                                  e.to_native.bytes + bypassed.bytes};
   j["paths"] = {{"channel", traffic(e.to_channel, e.from_channel)},
-                {"native", traffic(e.to_native, e.from_native)}};
+                {"native", traffic(to_native, e.from_native)}};
   const double channel = static_cast<double>(e.to_channel.bytes + e.from_channel.bytes);
-  const double total = channel + static_cast<double>(e.to_native.bytes + e.from_native.bytes);
+  const double total = channel + static_cast<double>(to_native.bytes + e.from_native.bytes);
   j["channel_load_ratio"] = total > 0 ? channel / total : 0.0;
   j["flows"] = {{"tracked", engine.classifier().flow_count()},
                 {"created", c.flows_created},

@@ -10,7 +10,8 @@
 
 namespace quicstep::client::tun {
 
-
-nlohmann::json engine_status_json(const EngineCore& engine);
+// `bypassed`: what left natively without crossing the engine (a kernel fast path,
+// fast_path.hpp), counted in `paths.native` and the load ratio with the rest.
+nlohmann::json engine_status_json(const EngineCore& engine, const TrafficCounters& bypassed = {});
 
 }  // namespace quicstep::client::tun

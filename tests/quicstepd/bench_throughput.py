@@ -37,6 +37,10 @@ from tests.lab import lab_helpers
 
 PAPER_RULES = os.path.join(h.REPO, "rules", "paper_rules.sh")
 
+# quicstep-tun's modes and their extra options: tun is the default (with its kernel fast path
+# for confirmed flows where the kernel has tcx); tun-nofastpath relays every packet through
+# the engine, as Android's engine does.
+TUN_MODES = {"tun": [], "tun-nooffload": ["--no-offload"], "tun-nofastpath": ["--no-fast-path"]}
 # quicstepd modes: addressing, native path (None: the daemon's default, "auto") and extra
 # config lines.
 QSD_MODES = {
@@ -142,6 +146,7 @@ def cpu_seconds(pid):
 class Bench:
     def __init__(self, args):
         self.args = args
+        self.mode = None  # the mode being measured (names its client qlog directory)
         self.work = tempfile.mkdtemp(prefix="qsd-bench-")
         os.chmod(self.work, 0o755)
         self.procs = h.Procs()
@@ -208,8 +213,8 @@ class Bench:
                            check=True)
         if mode == "paper":
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "up"], check=True)
-        elif mode in ("tun", "tun-nooffload"):
-            extra = ["--no-offload"] if mode == "tun-nooffload" else []
+        elif mode in TUN_MODES:
+            extra = TUN_MODES[mode]
             self.daemon = tun_engine.start(self.procs, self.lab, self.work, self.sock, extra)
             self.helper_pid = tun_engine.helper_pid(self.daemon.pid)
         elif base.startswith("quicstepd"):
@@ -236,7 +241,7 @@ class Bench:
             subprocess.run(["ip", "netns", "exec", self.ns, PAPER_RULES, "down"], check=True)
             subprocess.run(["ip", "netns", "exec", self.prov_ns, "wg", "set", self.prov_if, "peer",
                             self.peer, "allowed-ips", self.allowed], check=True)
-        elif mode in ("tun", "tun-nooffload") and self.daemon:
+        elif mode in TUN_MODES and self.daemon:
             tun_engine.stop(self.procs, self.lab, self.daemon)
             self.daemon, self.helper_pid = None, None
         elif base.startswith("quicstepd") and self.daemon:
@@ -250,7 +255,12 @@ class Bench:
         out_dir = os.path.join("/dev/shm", f"qsd-bench-{os.getpid()}")
         os.makedirs(out_dir, exist_ok=True)
         cmd = ["timeout", "-k", "5", "300", "gtlsclient", "--quiet", "--exit-on-all-streams-close",
-               "--timeout=30s", "--max-data=1G", "--max-stream-data-bidi-local=1G"]
+               "--timeout=30s", "--max-data=1G", "--max-stream-data-bidi-local=1G",
+               f"--cc={self.args.client_cc}"]
+        if self.args.client_qlog:
+            qlog_dir = os.path.join(self.args.client_qlog, self.mode)
+            os.makedirs(qlog_dir, exist_ok=True)  # gtlsclient will not make it
+            cmd.append(f"--qlog-dir={qlog_dir}")
         if direction == "download":
             cmd += [f"--download={out_dir}", self.srv, "443",
                     f"https://open.test/{size}M.bin"]
@@ -296,6 +306,7 @@ class Bench:
         for r in range(self.args.rounds):
             k = r % len(modes)
             for m in modes[k:] + modes[:k]:  # rotate the order round by round
+                self.mode = m
                 self.mode_up(m)
                 try:
                     for d in ("download", "upload"):
@@ -329,7 +340,7 @@ class Bench:
     def engine_counters(self, mode):
         """The TUN engine's loop counters that say how much work each wake-up, relay read
         and TUN write carried (None for the other modes)."""
-        if mode not in ("tun", "tun-nooffload") or not self.daemon:
+        if mode not in TUN_MODES or not self.daemon:
             return None
         st = tun_engine.status(self.sock)
         native = st["paths"]["native"]
@@ -358,6 +369,13 @@ def main():
     ap.add_argument("--sizes", default="100,1000",
                     help="comma-separated MB per transfer; two or more: bulk rate and fixed cost")
     ap.add_argument("--server-qlog", help="directory for gtlsserver's qlog files (diagnosis)")
+    ap.add_argument("--client-qlog",
+                    help="directory for gtlsclient's qlog files, a subdirectory per mode "
+                         "(diagnosis: the sender's window, RTT and losses on an upload)")
+    ap.add_argument("--client-cc", default="cubic", choices=("cubic", "reno", "bbr", "bbr2"),
+                    help="gtlsclient's congestion controller (default cubic, its own default; "
+                         "its cubic and reno cap the window at 2.89x the delivery rate times "
+                         "the minimum RTT, which a path whose RTT grows under load feels)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--profile", default="none",
                     help="lab link profile (lab/qslab profiles); none: no emulation, the "
@@ -375,7 +393,9 @@ def main():
                          "kernel), quicstepd-routed (native_path = routed written out), "
                          "quicstepd-routed-noswitch, quicstepd-routed-hold (routed, the hold "
                          "at the switch), tun (quicstep-tun, the TUN engine), "
-                         "tun-nooffload (quicstep-tun --no-offload), "
+                         "tun-nooffload (quicstep-tun --no-offload), tun-nofastpath "
+                         "(quicstep-tun --no-fast-path: every packet crosses the engine, as "
+                         "on Android), "
                          "quicstepd=BINARY (another build, default "
                          "config), paper+ct, paper+nat, paper+set, "
                          "paper+acct, paper+srw, paper+ipt (the paper's rules plus one of quicstepd's "
@@ -387,7 +407,7 @@ def main():
         base, _, extra = m.partition("+")
         if base.startswith("quicstepd="):
             continue
-        if base not in ("native", "paper", "tun", "tun-nooffload", *QSD_MODES) or (
+        if base not in ("native", "paper", *TUN_MODES, *QSD_MODES) or (
                 extra and (base != "paper" or extra not in {*EXTRA_NFT, "ipt"})):
             ap.error(f"unknown mode {m}")
     b = Bench(args)
@@ -396,7 +416,8 @@ def main():
         seconds, cpu, client_cpu, client_sys = b.run()
     finally:
         b.teardown()
-    summary = {"sizes_mb": args.sizes, "rounds": args.rounds, "seconds": seconds,
+    summary = {"sizes_mb": args.sizes, "rounds": args.rounds, "client_cc": args.client_cc,
+               "seconds": seconds,
                "daemon_cpu_s_per_gb": {m: c["seconds"] / max(1e-9, c["bytes"] / 1e9)
                                        for m, c in cpu.items() if c["bytes"]}}
     summary["client_cpu_s_per_gb"] = client_cpu

@@ -39,6 +39,7 @@ class AndroidEngineLab(base.TunEngineLab):
     test_7_a_deleted_tun_comes_back_mid_transfer = None  # VpnService's TUN is the app's
     # The health comes from EngineRunner, which both frontends share: test_8 runs it once.
     test_8_the_channel_health_says_when_wireguard_is_blocked = None
+    test_9_the_fast_path_sends_a_confirmed_uploads_short_headers_past_the_engine = None  # Linux's
 
     def start_service(self, refuse=False):
         self.tun_sock = os.path.join(self.work, "engine-tun.sock")

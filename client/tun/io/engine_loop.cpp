@@ -82,6 +82,7 @@ EngineLoop::EngineLoop(const EngineConfig& config, net::UniqueFd tun, net::Uniqu
       segment_buffer_(kVirtioNetHdrLength + kMaxPacket + 40) {
   // The core calls back into this object: construct it last.
   native_.bytes.reserve(65535);
+  fast_state_.resize(relay_fds_.size());
   engine_ = std::make_unique<EngineCore>(config, *this, seed);
   set_nonblocking(tun_.get());
   set_nonblocking(channel_.get());
@@ -340,8 +341,12 @@ void EngineLoop::drain_relay_socket(int fd, RelayId id, common::Timestamp now) {
     if (segment < static_cast<std::size_t>(n)) ++counters_.relay_gro_reads;
     if (lingering) {
       counters_.linger_datagrams += (static_cast<std::size_t>(n) + segment - 1) / segment;
-    } else if (lingering_[id].fd >= 0) {
-      end_lingering(id);  // the server answers the new address: it moved
+    } else {
+      if (lingering_[id].fd >= 0) end_lingering(id);  // the server answers the new address
+      if (fast_ != nullptr && !fast_state_[id].answered) {
+        fast_state_[id].answered = true;
+        update_fast_path(id);
+      }
     }
     std::size_t offset = 0;
     do {
@@ -388,12 +393,46 @@ bool EngineLoop::open_relay(RelayId id, const FlowKey& flow) {
     return false;
   }
   relay_fds_[id] = fd.release();
+  FastState& f = fast_state_[id];
+  // Re-opened for the same flow (a network change): its confirmation stands; its server
+  // has yet to answer the new socket.
+  if (!(f.flow == flow)) f.confirmed = false;
+  f.flow = flow;
+  f.answered = false;
   return true;
+}
+
+void EngineLoop::relay_confirmed(RelayId id, bool confirmed) {
+  if (fast_ == nullptr || id >= fast_state_.size()) return;
+  fast_state_[id].confirmed = confirmed;
+  update_fast_path(id);
+}
+
+void EngineLoop::update_fast_path(RelayId id) {
+  FastState& f = fast_state_[id];
+  const bool wanted = f.confirmed && f.answered && relay_fds_[id] >= 0;
+  if (wanted == f.installed) return;
+  if (wanted) {
+    // What the engine holds of the flow leaves before the kernel sends its next datagrams.
+    if (native_.count > 0 && native_.id == id) flush_native();
+    f.installed = fast_->install(f.flow, relay_fds_[id]);
+  } else {
+    fast_->remove(f.flow);
+    f.installed = false;
+  }
 }
 
 void EngineLoop::close_relay(RelayId id) {
   if (id >= relay_fds_.size() || relay_fds_[id] < 0) return;
   if (native_.count > 0 && native_.id == id) flush_native();  // what it was given leaves first
+  if (fast_state_[id].installed) {
+    fast_->remove(fast_state_[id].flow);
+    fast_state_[id].installed = false;
+  }
+  // Closed for good (not re-opened at a network change): a later flow on this id, even the
+  // same four-tuple again, waits for a confirmation of its own.
+  if (!keep_closed_relays_) fast_state_[id].confirmed = false;
+  fast_state_[id].answered = false;
   end_lingering(id);  // one from an earlier change: no longer the server's last address
   const int fd = std::exchange(relay_fds_[id], -1);
   if (keep_closed_relays_) {

@@ -28,6 +28,7 @@
 
 #include "client/tun/engine_core.hpp"
 #include "client/tun/udp_gso_batch.hpp"
+#include "client/tun/io/fast_path.hpp"
 #include "client/tun/io/protector.hpp"
 #include "net/unique_fd.hpp"
 
@@ -127,6 +128,10 @@ class EngineLoop final : public EngineIo {
                                                 : ReplyChecksum::complete);
   }
   const TunFormat& tun_format() const { return format_; }
+  // A kernel fast path for confirmed flows (fast_path.hpp), owned by the frontend and
+  // outliving the loop; nullptr (the default): every packet crosses the engine. Before run().
+  void use_fast_path(FastPath* fast) { fast_ = fast; }
+  FastPath* fast_path() const { return fast_; }
   int tun_descriptor() const { return tun_.get(); }  // the current one (replace_tun)
   std::size_t relays_lingering() const { return lingering_ids_.size(); }
 
@@ -139,6 +144,7 @@ class EngineLoop final : public EngineIo {
   void send_native(RelayId id, common::Bytes udp_payload) override;
   void send_channel(common::Bytes ip_packet) override;
   void write_tun(common::Bytes ip_packet) override;
+  void relay_confirmed(RelayId id, bool confirmed) override;
 
  private:
   // Where an epoll event comes from: these, or kRelayBase + a relay id.
@@ -163,6 +169,9 @@ class EngineLoop final : public EngineIo {
   void send_native_now(RelayId id, common::Bytes udp_payload);
   void flush_native();                          // sends what the native batch holds
   void answer_control();
+  // Installs relay `id`'s flow in the fast path once it is confirmed and its server has
+  // answered the current socket; removes it when either stops being so.
+  void update_fast_path(RelayId id);
 
   std::unique_ptr<EngineCore> engine_;
   net::UniqueFd tun_;
@@ -175,6 +184,14 @@ class EngineLoop final : public EngineIo {
   ControlAnswer control_answer_;
   std::vector<std::function<void()>> watched_;  // by watch_descriptor's order
   std::vector<int> relay_fds_;  // by relay id; -1 when closed
+  FastPath* fast_ = nullptr;
+  struct FastState {
+    FlowKey flow;            // the flow the relay's socket was opened for
+    bool confirmed = false;  // relay_confirmed(id, true), not taken back
+    bool answered = false;   // the server has sent to the current socket
+    bool installed = false;
+  };
+  std::vector<FastState> fast_state_;  // by relay id (empty without a fast path)
   // A relay's socket on the network before the last change, by relay id (fd -1: none).
   struct Lingering {
     int fd = -1;

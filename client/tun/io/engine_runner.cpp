@@ -143,7 +143,18 @@ void EngineRunner::on_health_tick() {
 
 std::string EngineRunner::answer(const std::string& request) {
   if (request == "status") {
-    nlohmann::json j = engine_status_json(loop_.engine());
+    FastPathCounters fast;
+    if (loop_.fast_path() != nullptr) fast = loop_.fast_path()->counters();
+    nlohmann::json j = engine_status_json(loop_.engine(), {fast.packets, fast.bytes});
+    // Confirmed flows' short headers sent by the kernel without crossing the engine (Linux);
+    // null without a fast path (Android, --no-fast-path, a kernel without tcx).
+    j["fast_path"] = loop_.fast_path() == nullptr
+                         ? nlohmann::json(nullptr)
+                         : nlohmann::json{{"flows", fast.flows},
+                                          {"packets", fast.packets},
+                                          {"bytes", fast.bytes},
+                                          {"installed", fast.installed},
+                                          {"install_failed", fast.install_failed}};
     const LoopCounters& c = loop_.counters();
     j["loop"] = {{"tun_write_dropped", c.tun_write_dropped},
                  {"channel_send_dropped", c.channel_send_dropped},

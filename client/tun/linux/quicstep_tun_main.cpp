@@ -35,6 +35,7 @@
 #include "client/tun/io/tun_device.hpp"
 #include "client/tun/io/wg_helper_process.hpp"
 #include "client/tun/linux/endpoint_lookup.hpp"
+#include "client/tun/linux/tun_fast_path.hpp"
 #include "client/tun/linux/tun_healing.hpp"
 #include "client/tun/linux/tun_routes.hpp"
 #include "client/tun/wg_quick_uapi.hpp"
@@ -57,6 +58,7 @@ struct Options {
   std::uint32_t table = 51830;
   bool no_routes = false;
   bool no_offload = false;
+  bool no_fast_path = false;
   bool cleanup = false;
 };
 
@@ -181,6 +183,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-offload", o.no_offload,
                "one write per packet into the TUN, one datagram per relay read and send (no "
                "IFF_VNET_HDR, UDP GSO, UDP_GRO or UDP_SEGMENT)");
+  app.add_flag("--no-fast-path", o.no_fast_path,
+               "every packet crosses the engine, as on Android (no tc program on the TUN "
+               "sending confirmed flows' QUIC short headers natively)");
   app.add_flag("--cleanup", o.cleanup, "remove the TUN, its routes and rules left by a crash, exit");
   CLI11_PARSE(app, argc, argv);
   // The config's [tun] table, where the command line does not say otherwise.
@@ -197,6 +202,7 @@ int main(int argc, char** argv) {
     if (app.count("--fwmark") == 0) o.fwmark = t.fwmark;
     if (app.count("--control-socket") == 0) o.control = t.control_socket;
     if (app.count("--no-offload") == 0) o.no_offload = !t.offload;
+    if (app.count("--no-fast-path") == 0) o.no_fast_path = !t.fast_path;
   }
   if (o.cleanup) return cleanup(o);
   if (o.wg_config.empty()) {
@@ -292,13 +298,31 @@ int main(int argc, char** argv) {
     format.relay_gso = true;
   }
   loop.use_tun_format(format);
+  // The kernel fast path for confirmed flows (tun_fast_path.hpp), where the kernel has tcx.
+  std::unique_ptr<tun::TunFastPath> fast_path;
+  if (!o.no_fast_path) {
+    auto attached = tun::TunFastPath::attach(o.device, o.fwmark);
+    if (attached.ok()) {
+      fast_path = std::move(*attached);
+      loop.use_fast_path(fast_path.get());
+    } else {
+      spdlog::info("no fast path ({}): every packet crosses the engine",
+                   attached.error().message);
+    }
+  }
   tun::EngineRunner runner(loop, helper_options, files->uapi_set, std::move(*started));
   // A device another tool deleted (`ip link del`) is created again, with its addresses and
   // routes; its rules and nft table never went.
   runner.on_tun_gone([&]() -> quicstep::common::Result<quicstep::net::UniqueFd,
                                                         quicstep::common::Failure> {
     auto again = tun::open_tun(o.device, !o.no_offload);
-    if (!again.ok() || o.no_routes) return again;
+    if (!again.ok()) return again;
+    if (fast_path) {
+      if (auto linked = fast_path->reattach(o.device); !linked.ok()) {
+        spdlog::warn("the new {}: fast path: {}", o.device, linked.error().message);
+      }
+    }
+    if (o.no_routes) return again;
     if (auto routed = tun::install_device_routes(routing); !routed.ok()) {
       // The device exists: self-healing puts its routes back on its next check.
       spdlog::warn("the new {}: {}", o.device, routed.error().message);
@@ -341,12 +365,13 @@ int main(int argc, char** argv) {
     runner.add_status([&](nlohmann::json& j) { j["healing"] = healing.status_json(); });
   }
   g_loop = &loop;
-  spdlog::info("quicstep-tun {}: {} up, WireGuard helper pid {}; offloads: {}",
+  spdlog::info("quicstep-tun {}: {} up, WireGuard helper pid {}; offloads: {}; fast path: {}",
                quicstep::kVersion, o.device, runner.helper_pid(),
                o.no_offload ? "off"
                : format.udp_gso ? "UDP GSO into the TUN, UDP_GRO and UDP_SEGMENT on relays"
                                 : "UDP_GRO and UDP_SEGMENT on relays (no UDP GSO into a TUN in "
-                                  "this kernel)");
+                                  "this kernel)",
+               fast_path ? "on" : "off");
 
   if (const std::string ended = runner.run(g_stopping); !ended.empty()) {
     spdlog::error("engine: {}; the TUN and its routes stay (no traffic, no leak)", ended);

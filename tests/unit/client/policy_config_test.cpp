@@ -52,12 +52,14 @@ TEST(PolicyConfig, ExampleFileLoadsToTheDefaults) {
   EXPECT_EQ(t.fwmark, dt.fwmark);
   EXPECT_EQ(t.control_socket, dt.control_socket);
   EXPECT_EQ(t.offload, dt.offload);
+  EXPECT_EQ(t.fast_path, dt.fast_path);
 }
 
 TEST(PolicyConfig, ReadsQuicstepTunsTable) {
   const ConfigLoad load = parse_config(
       "[tun]\ndevice = \"qst7\"\nwg_config = \"/etc/wireguard/wg0.conf\"\ntable = 100\n"
-      "fwmark = 0x77\ncontrol_socket = \"/run/t.sock\"\noffload = false\n",
+      "fwmark = 0x77\ncontrol_socket = \"/run/t.sock\"\noffload = false\n"
+      "fast_path = false\n",
       "q.toml");
   ASSERT_TRUE(load.ok()) << load.errors[0].to_string();
   EXPECT_EQ(load.config.tun.device, "qst7");
@@ -66,6 +68,8 @@ TEST(PolicyConfig, ReadsQuicstepTunsTable) {
   EXPECT_EQ(load.config.tun.fwmark, 0x77u);
   EXPECT_EQ(load.config.tun.control_socket, "/run/t.sock");
   EXPECT_FALSE(load.config.tun.offload);
+  EXPECT_FALSE(load.config.tun.fast_path);
+  EXPECT_TRUE(TunSettings{}.fast_path);
   EXPECT_EQ(one_error("[tun]\ndevice = \"a/b\"\n"),
             "q.toml:2:10: device must be an interface name of 1..15 characters without '/', "
             "':' or spaces, not 'a/b'");

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -123,6 +124,20 @@ struct RunningLoop {
     if (thread.joinable()) thread.join();
   }
   ~RunningLoop() { stop(); }
+};
+
+// An eventfd the loop watches: a write to it is a network change (EngineLoop::network_changed
+// on the loop's thread, as the frontend's rtnetlink watch calls it).
+struct NetworkChangeTrigger {
+  net::UniqueFd fd{eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
+  bool watched = false;
+  explicit NetworkChangeTrigger(EngineLoop& loop) {
+    watched = loop.watch_descriptor(fd.get(), [this, &loop] {
+      std::uint64_t value = 0;
+      [[maybe_unused]] const ssize_t r = read(fd.get(), &value, sizeof value);
+      loop.network_changed();
+    });
+  }
 };
 
 // A loop whose QUIC port is the server's, with the application's end of the TUN and the
@@ -362,12 +377,8 @@ struct OffloadRig {
 TEST(EngineLoop, AfterANetworkChangeTheOldRelaySocketLingersUntilTheServerMoves) {
   PlainRig rig;
   EngineLoop& loop = *rig.loop;
-  net::UniqueFd change(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  ASSERT_TRUE(loop.watch_descriptor(change.get(), [&] {
-    std::uint64_t value = 0;
-    [[maybe_unused]] const ssize_t r = read(change.get(), &value, sizeof value);
-    loop.network_changed();
-  }));
+  NetworkChangeTrigger change(loop);
+  ASSERT_TRUE(change.watched);
   RunningLoop running(loop);
   auto send_to = [&](const sockaddr_storage& to, socklen_t len, const ByteVec& d) {
     sendto(rig.server.fd.get(), d.data(), d.size(), 0, reinterpret_cast<const sockaddr*>(&to),
@@ -386,7 +397,7 @@ TEST(EngineLoop, AfterANetworkChangeTheOldRelaySocketLingersUntilTheServerMoves)
                                                      rig.server, 40003, short_header(200, 0x41));
   ASSERT_GT(first.from_len, 0u);
   const std::uint64_t one = 1;
-  ASSERT_EQ(write(change.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  ASSERT_EQ(write(change.fd.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the change is followed
 
   // The server answers the old address: it reaches the application.
@@ -413,6 +424,103 @@ TEST(EngineLoop, AfterANetworkChangeTheOldRelaySocketLingersUntilTheServerMoves)
   EXPECT_EQ(loop.counters().relays_lingered, 1u);
   EXPECT_EQ(loop.counters().linger_datagrams, 1u);
   EXPECT_EQ(loop.relays_lingering(), 0u);
+}
+
+// A FastPath that records what the loop asks of it (from the loop's thread; the test reads
+// a copy).
+struct RecordingFastPath final : FastPath {
+  struct Call {
+    bool install;
+    common::FlowKey flow;
+    sockaddr_storage local{};  // the relay socket's address at install
+  };
+  bool install(const common::FlowKey& flow, int relay_fd) override {
+    Call c{true, flow};
+    socklen_t len = sizeof c.local;
+    getsockname(relay_fd, reinterpret_cast<sockaddr*>(&c.local), &len);
+    const std::lock_guard lock(mutex);
+    recorded.push_back(c);
+    return true;
+  }
+  void remove(const common::FlowKey& flow) override {
+    const std::lock_guard lock(mutex);
+    recorded.push_back({false, flow});
+  }
+  FastPathCounters counters() override { return {}; }
+  std::vector<Call> calls() {
+    const std::lock_guard lock(mutex);
+    return recorded;
+  }
+  std::mutex mutex;
+  std::vector<Call> recorded;
+};
+
+TEST(EngineLoop, AConfirmedFlowGoesToTheFastPathUntilANetworkChangeAndBackAfterTheServerMoves) {
+  PlainRig rig;
+  EngineLoop& loop = *rig.loop;
+  RecordingFastPath fast;
+  loop.use_fast_path(&fast);
+  NetworkChangeTrigger change(loop);
+  ASSERT_TRUE(change.watched);
+  RunningLoop running(loop);
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(150)); };
+  auto send_to = [&](const Received& to, const ByteVec& d) {
+    sendto(rig.server.fd.get(), d.data(), d.size(), 0,
+           reinterpret_cast<const sockaddr*>(&to.from), to.from_len);
+  };
+  auto next_datagram = [&] {
+    Received r;
+    pollfd p{rig.server.fd.get(), POLLIN, 0};
+    EXPECT_EQ(poll(&p, 1, 3000), 1);
+    r.datagram.resize(2048);
+    r.from_len = sizeof r.from;
+    EXPECT_GT(recvfrom(rig.server.fd.get(), r.datagram.data(), r.datagram.size(), 0,
+                       reinterpret_cast<sockaddr*>(&r.from), &r.from_len), 0);
+    return r;
+  };
+
+  const Received first = handshake_then_short_header(rig.tun_app.get(), rig.helper.get(),
+                                                     rig.server, 40004, short_header(200, 0x41));
+  ASSERT_GT(first.from_len, 0u);
+  pause();
+  EXPECT_TRUE(fast.calls().empty()) << "installed before the server answered natively";
+  // The server's first native answer confirms the move: the flow goes to the fast path,
+  // from the relay socket's address.
+  send_to(first, short_header(500, 0x61));
+  EXPECT_FALSE(read_one(rig.tun_app.get()).empty());
+  pause();
+  std::vector<RecordingFastPath::Call> calls = fast.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_TRUE(calls[0].install);
+  EXPECT_EQ(calls[0].flow.client.to_string(), kApp);
+  EXPECT_EQ(calls[0].flow.client_port, 40004);
+  EXPECT_EQ(calls[0].flow.server_port, rig.server.port);
+  EXPECT_EQ(std::memcmp(&calls[0].local, &first.from, first.from_len), 0)
+      << "not the relay socket the server knows";
+
+  // A network change: the flow leaves the fast path (its socket's address is the old one).
+  const std::uint64_t one = 1;
+  ASSERT_EQ(write(change.fd.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  pause();
+  calls = fast.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_FALSE(calls[1].install);
+  // The engine relays it from the new socket; not back on the fast path before the server
+  // answers there.
+  const ByteVec next = out(40004, short_header(201, 0x42), rig.server.port);
+  send(rig.tun_app.get(), next.data(), next.size(), 0);
+  const Received moved = next_datagram();
+  pause();
+  EXPECT_EQ(fast.calls().size(), 2u) << "installed before the server followed";
+  send_to(moved, short_header(501, 0x62));
+  EXPECT_FALSE(read_one(rig.tun_app.get()).empty());
+  pause();
+  running.stop();
+  calls = fast.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_TRUE(calls[2].install);
+  EXPECT_EQ(std::memcmp(&calls[2].local, &moved.from, moved.from_len), 0)
+      << "installed with the old socket's address";
 }
 
 TEST(EngineLoop, WithOffloadsWhatARelayReadsInOneGoIsOneGsoWriteIntoTheTun) {
