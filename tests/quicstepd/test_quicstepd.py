@@ -13,6 +13,7 @@ import unittest
 
 from qs_support import artifacts, caddy, captures, certs, chromium, firefox
 from qs_support import quicstepd as qs_quicstepd
+from qs_support import unit_caps
 from qs_support.shadowsocks import wait_bound
 from tests.lab import lab_helpers
 from tests.quicstepd import qsd_helpers as h
@@ -1127,15 +1128,10 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         guard fails with EFAULT)."""
         if not ROUTED:
             self.skipTest("the routed native path's capabilities")
-        with open(os.path.join(h.REPO, "client", "quicstepd.service")) as f:
-            caps = next(line.split("=", 1)[1].split() for line in f
-                        if line.startswith("CapabilityBoundingSet="))
+        caps = unit_caps.unit_capabilities("quicstepd.service")
         self.assertIn("CAP_BPF", caps)
         self.assertIn("CAP_PERFMON", caps)
-        def under(capset):
-            keep = ",".join("+" + c.lower().removeprefix("cap_") for c in capset)
-            return ["setpriv", "--bounding-set", f"-all,{keep}", "--inh-caps", "-all",
-                    "--ambient-caps", "-all"]
+        under = unit_caps.under
         for capset, path in ((caps, "routed"), ([c for c in caps if c != "CAP_BPF"], "queue")):
             cn, native, cp, channel = self.captures(f"caps-{path}")
             p = self.procs.start(self.client_ns, [*under(capset), h.QSD, "--config", self.config,

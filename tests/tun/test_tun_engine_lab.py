@@ -18,7 +18,7 @@ import subprocess
 import time
 import unittest
 
-from qs_support import artifacts, binaries
+from qs_support import artifacts, binaries, unit_caps
 from qs_support.procs import wait_for
 from tests.lab import lab_helpers
 from tests.quicstepd import qsd_helpers as h
@@ -105,9 +105,9 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
             h.cleanup_dir(cls.work)
 
     # --- helpers -------------------------------------------------------------------------
-    def start_engine(self, wg_conf=None, extra=()):
+    def start_engine(self, wg_conf=None, extra=(), prefix=()):
         log = self.engine_log = os.path.join(self.work, f"quicstep-tun-{time.time():.3f}.log")
-        p = self.procs.start(self.ns, [binaries.path("quicstep-tun"), "--wg-config",
+        p = self.procs.start(self.ns, [*prefix, binaries.path("quicstep-tun"), "--wg-config",
                                        wg_conf or self.wg_conf,
                                        "--tun", TUN, "--control-socket", self.sock,
                                        "--helper-log", log + ".helper", *extra], log)
@@ -435,9 +435,11 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertEqual(res.returncode, 0, f"upload to {dest} failed: {res.stderr[-1500:]}")
 
     def test_9_the_fast_path_sends_a_confirmed_uploads_short_headers_past_the_engine(self):
-        # Default: a tc program on the TUN sends confirmed flows' short headers natively.
+        # Default: a tc program on the TUN sends confirmed flows' short headers natively; the
+        # engine runs with its systemd unit's capabilities and no more.
+        caps = unit_caps.unit_capabilities("quicstep-tun.service")
         cn, native, cp, channel = self.captures("fastpath")
-        engine = self.start_engine()
+        engine = self.start_engine(prefix=unit_caps.under(caps))
         for dest in (self.srv_v4, self.srv_v6):
             self.upload(dest)
         time.sleep(1)
@@ -462,14 +464,19 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertNotIn("fast path: off", self.quicstepctl_status())
         self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
 
-        # --no-fast-path: the engine relays every datagram itself (as on Android).
-        engine = self.start_engine(extra=("--no-fast-path",))
-        self.upload(self.srv_v4)
-        st = self.status()
-        self.assertIsNone(st["fast_path"])
-        self.assertGreater(st["paths"]["native"]["packets"], 5000)
-        self.assertIn("fast path: off", self.quicstepctl_status())
-        self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
+        # --no-fast-path, or no CAP_BPF: the engine relays every datagram itself (as on
+        # Android), and says so.
+        for how in (dict(extra=("--no-fast-path",)),
+                    dict(prefix=unit_caps.under([c for c in caps if c != "CAP_BPF"]))):
+            engine = self.start_engine(**how)
+            self.upload(self.srv_v4)
+            st = self.status()
+            self.assertIsNone(st["fast_path"], how)
+            self.assertGreater(st["paths"]["native"]["packets"], 5000)
+            self.assertIn("fast path: off", self.quicstepctl_status())
+            self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
+            with open(self.engine_log) as f:
+                self.assertIn("fast path: off", f.read())
 
     def test_4_a_family_without_a_tunnel_address_is_blocked_not_native(self):
         """A wg-quick file with an IPv4 address only: IPv6 must not take the main table (its
