@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
                  "the channel's wg-quick file (an Endpoint's name is looked up once, at start)");
   app.add_option("--config", o.config,
                  "quicstepd.toml: the classifier's policy and the [tun] table (device, "
-                 "wg_config, table, fwmark, control_socket, offload); options override it");
+                 "wg_config, table, fwmark, control_socket, offload, fast_path); options "
+                 "override it");
   app.add_option("--tun", o.device, "the TUN device's name")->capture_default_str();
   app.add_option("--wg-helper", o.helper,
                  "the qs-wg-helper executable (default: beside this one, or ../lib/quicstep)");
