@@ -193,7 +193,6 @@ void EngineCore::drain_events() {
       const RelayId id = relays_.find(e.flow);
       if (id == kNoRelay) continue;
       if (e.kind != FlowEvent::Kind::forgotten) {
-        relays_.relay(id).confirmed = confirmed;
         io_.relay_confirmed(id, confirmed);
         continue;
       }
@@ -220,10 +219,7 @@ void EngineCore::network_changed(Timestamp now, ChangedFamilies changed) {
       relays_.remove(id);
       ++counters_.relays_closed;
       ++counters_.relay_open_failed;
-      continue;
     }
-    // Still confirmed: the new socket's fast path waits for the server's first answer there.
-    if (relays_.relay(id).confirmed) io_.relay_confirmed(id, true);
   }
 }
 

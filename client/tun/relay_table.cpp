@@ -15,7 +15,6 @@ RelayId RelayTable::add(const FlowKey& flow, Timestamp now) {
   Relay& r = table_.value(id);
   r.opened = now;
   r.last_used = now;
-  r.confirmed = false;
   live_[id] = true;
   return id;
 }

@@ -39,7 +39,6 @@ struct Relay {
   Timestamp opened{};
   Timestamp last_used{};
   RelayCounters counters;
-  bool confirmed = false;  // the classifier confirmed its flow's move (FlowEvent::confirmed)
 };
 
 class RelayTable {

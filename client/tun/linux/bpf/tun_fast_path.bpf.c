@@ -13,10 +13,8 @@
  * it never sends natively what the engine would not, and without the engine (its link goes
  * with its process) nothing passes it.
  *
- * A GSO super-packet (an application's UDP_SEGMENT send) keeps its segments together to the
- * native device; its checksum field holds the pseudo-header's sum, adjusted by the address's
- * difference only (native_guard.bpf.c, ng_channel_l4, says why the helpers cannot be used on
- * it). */
+ * A GSO super-packet (an application's UDP_SEGMENT send, Firefox's) is never sent here: only
+ * its first segment could be judged, so the engine takes it, as without the fast path. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -38,15 +36,6 @@ struct {
   __type(value, struct tfp_value);
 } tfp_flows SEC(".maps");
 
-static __always_inline __u16 tfp_fold(__u64 sum) {
-  sum = (sum & 0xffffffff) + (sum >> 32);
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  return (__u16)((sum & 0xffff) + (sum >> 16));
-}
-
-/* The UDP checksum at `check_at` after the source address changed from `from` to `to`
- * (size octets) and the source port from `from_port` to `to_port`. */
 static __always_inline int tfp_udp_checksum(struct __sk_buff *skb, __u32 check_at, void *from,
                                             void *to, __u32 size, __be16 from_port,
                                             __be16 to_port, int v4) {
@@ -54,11 +43,6 @@ static __always_inline int tfp_udp_checksum(struct __sk_buff *skb, __u32 check_a
   if (bpf_skb_load_bytes(skb, check_at, &check, sizeof check)) return -1;
   __s64 diff = bpf_csum_diff(from, size, to, size, 0);
   if (diff < 0) return -1;
-  if (skb->gso_size != 0) {
-    /* The pseudo-header sum (not complemented), which has no ports: add the difference. */
-    __u16 seed = tfp_fold((__u64)check + (__u64)diff);
-    return bpf_skb_store_bytes(skb, check_at, &seed, sizeof seed, 0);
-  }
   if (v4 && check == 0) return 0; /* IPv4 without a UDP checksum */
   if (bpf_l4_csum_replace(skb, check_at, 0, diff, BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0))
     return -1;
@@ -66,11 +50,9 @@ static __always_inline int tfp_udp_checksum(struct __sk_buff *skb, __u32 check_a
                              sizeof(__be16) | BPF_F_MARK_MANGLED_0);
 }
 
-static __always_inline void tfp_count(struct tfp_value *v, struct __sk_buff *skb,
-                                      __u32 headers) {
-  __u32 segments = skb->gso_segs > 1 ? skb->gso_segs : 1;
-  __sync_fetch_and_add(&v->packets, segments);
-  __sync_fetch_and_add(&v->bytes, (__u64)skb->len + (__u64)(segments - 1) * headers);
+static __always_inline void tfp_count(struct tfp_value *v, struct __sk_buff *skb) {
+  __sync_fetch_and_add(&v->packets, 1);
+  __sync_fetch_and_add(&v->bytes, skb->len);
 }
 
 /* Out of the native device. bpf_redirect_neigh takes an Ethernet header off the packet before
@@ -90,6 +72,10 @@ SEC("tc")
 int tfp_egress(struct __sk_buff *skb) {
   struct tfp_key key = {};
   __u8 first;
+  /* A GSO super-packet (an application's UDP_SEGMENT send) is judged by its first segment
+   * only here; a later one could be a long header (a new connection's Initial on the same
+   * socket). It goes to the engine, whose TUN read gets the kernel's segments one by one. */
+  if (skb->gso_size != 0) return TC_ACT_UNSPEC;
   if (skb->protocol == bpf_htons(ETH_P_IP)) {
     struct iphdr ip;
     struct udphdr udp;
@@ -117,7 +103,7 @@ int tfp_egress(struct __sk_buff *skb) {
         bpf_skb_store_bytes(skb, sizeof ip + __builtin_offsetof(struct udphdr, source),
                             &v->native_port, sizeof v->native_port, 0))
       return TC_ACT_SHOT;
-    tfp_count(v, skb, sizeof ip + sizeof udp);
+    tfp_count(v, skb);
     return tfp_redirect(skb, v);
   }
   if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
@@ -144,7 +130,7 @@ int tfp_egress(struct __sk_buff *skb) {
         bpf_skb_store_bytes(skb, sizeof ip + __builtin_offsetof(struct udphdr, source),
                             &v->native_port, sizeof v->native_port, 0))
       return TC_ACT_SHOT;
-    tfp_count(v, skb, sizeof ip + sizeof udp);
+    tfp_count(v, skb);
     return tfp_redirect(skb, v);
   }
   return TC_ACT_UNSPEC;

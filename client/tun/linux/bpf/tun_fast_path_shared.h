@@ -26,6 +26,6 @@ struct tfp_value {
   __u32 ifindex;
   __u32 mark;
   __u32 pad2;
-  __u64 packets;  // datagrams (a GSO super-packet counts its segments)
+  __u64 packets;  // datagrams
   __u64 bytes;    // IP octets, headers included
 };
