@@ -12,12 +12,18 @@ if(NOT QS_AARCH64_CXX OR NOT EXISTS /usr/lib/aarch64-linux-gnu/libnettle.a)
 endif()
 
 set(QS_TUN_BIN_DIR ${CMAKE_BINARY_DIR}/client/tun)
+# A compiler launcher (ccache, scripts/ccache.sh) serves the engines' builds too.
+set(QS_STATIC_LAUNCHER)
+if(CMAKE_CXX_COMPILER_LAUNCHER)
+  set(QS_STATIC_LAUNCHER -DCMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER}
+                         -DCMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER})
+endif()
 function(qs_static_engine name output)
   ExternalProject_Add(${name}
     SOURCE_DIR ${PROJECT_SOURCE_DIR}/client/tun/static
     BINARY_DIR ${QS_TUN_BIN_DIR}/${name}
     CMAKE_ARGS -DQS_PROJECT_VERSION=${PROJECT_VERSION} -DQS_WERROR=${QS_WERROR}
-               -DCMAKE_BUILD_TYPE=RelWithDebInfo ${ARGN}
+               -DCMAKE_BUILD_TYPE=RelWithDebInfo ${QS_STATIC_LAUNCHER} ${ARGN}
     BUILD_ALWAYS ON  # its own ninja decides what is out of date
     INSTALL_COMMAND ${CMAKE_COMMAND} -E copy_if_different <BINARY_DIR>/qs-engine
                     ${QS_TUN_BIN_DIR}/${output}

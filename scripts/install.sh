@@ -14,6 +14,8 @@ fi
 packages=(
   # what reads debian/control (dpkg-checkbuilddeps) and builds packages
   dpkg-dev build-essential debhelper fakeroot
+  # the test command's compiler cache (scripts/test.sh, scripts/fuzz.sh)
+  ccache
   # QUIC peers for the lab: Debian's ngtcp2 example server and client
   ngtcp2-server ngtcp2-client
   chromium-headless-shell

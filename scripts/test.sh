@@ -10,8 +10,14 @@ cd "$(dirname "$0")/.."
 scripts/install.sh
 
 jobs=$(nproc)
+# ccache keeps compiled objects outside the clone (root's ~/.cache/ccache), keyed by paths
+# relative to the clone: a later run on this machine, in any clone, compiles only what
+# changed. A first run pays a few percent for filling it.
+source scripts/ccache.sh
+
 echo "== build (ASan + UBSan, -Werror)"
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DQS_SANITIZE=ON -DQS_WERROR=ON -DQS_BENCH=OFF >/dev/null
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DQS_SANITIZE=ON -DQS_WERROR=ON -DQS_BENCH=OFF \
+  "${qs_launcher[@]}" >/dev/null
 cmake --build build/asan -j "$jobs"
 
 echo "== build (release: the lab's own tools)"
@@ -19,7 +25,8 @@ echo "== build (release: the lab's own tools)"
 # tests run the ASan build of everything else. The product's release build is compiled by
 # the package test (dpkg-buildpackage) and by scripts/demo.sh. (The static-pie engines are
 # built once, in build/asan, whose tests run them.)
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQS_WERROR=ON -DQS_STATIC_ENGINE=OFF >/dev/null
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQS_WERROR=ON -DQS_STATIC_ENGINE=OFF \
+  "${qs_launcher[@]}" >/dev/null
 cmake --build build/release -j "$jobs" --target qs_delay_line censord
 
 echo "== tests"
@@ -48,4 +55,5 @@ if [[ $tests -ne 0 || $fuzz -ne 0 ]]; then
   fi
   exit 1
 fi
+command -v ccache >/dev/null && ccache --show-stats | grep -E "^(Cacheable calls|  Hits)" || true
 echo "test.sh: all tests and fuzz targets passed"
