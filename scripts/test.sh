@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything (ASan+UBSan, warnings as errors), runs every
-# test (unit, lab integration as root), then each fuzz target for a bounded time — also when
-# a test failed, so that one failing test does not hide a fuzzing regression (the run still
-# fails). A failing lab test leaves its logs and captures in build/asan/test-artifacts.
+# test (unit, lab integration as root) and, beside them at idle priority, each fuzz target
+# for a bounded time: the lab tests, serial, leave about half of the machine idle, and the
+# fuzzers take only that. A failing test does not hide a fuzzing regression, nor the other
+# way round (the run fails on either). A failing lab test leaves its logs and captures in
+# build/asan/test-artifacts.
 # The one test command: README's Quick start and .ci/run call this and nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,13 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQS_WERR
   "${qs_launcher[@]}" >/dev/null
 cmake --build build/release -j "$jobs" --target qs_delay_line censord
 
+echo "== fuzz build and fuzzing, in the background at idle priority (log: build/fuzz.log)"
+mkdir -p build
+# Its own process group (setsid), so that a run cut short takes the fuzzers with it.
+setsid nice -n 19 ionice -c 3 scripts/fuzz.sh "${QS_FUZZ_SECONDS:-20}" >build/fuzz.log 2>&1 &
+fuzz_pid=$!
+trap 'kill -- -"$fuzz_pid" 2>/dev/null || true' EXIT
+
 echo "== tests"
 rm -rf build/asan/test-artifacts
 tests=0
@@ -38,9 +47,10 @@ lab_lock=/run/quicstep-lab-tests.lock
 flock -n "$lab_lock" true || echo "test.sh: another lab test run holds $lab_lock; waiting for it"
 flock -o "$lab_lock" ctest --test-dir build/asan --output-on-failure -j "$jobs" || tests=$?
 
-echo "== fuzz"
+echo "== fuzz (waiting for it to finish)"
 fuzz=0
-scripts/fuzz.sh "${QS_FUZZ_SECONDS:-20}" || fuzz=$?
+wait "$fuzz_pid" || fuzz=$?
+grep -E "^(-- |FAIL|fuzz_|fuzz:)" build/fuzz.log || tail -n 30 build/fuzz.log
 
 if [[ $tests -ne 0 || $fuzz -ne 0 ]]; then
   if [[ $tests -ne 0 ]]; then
@@ -48,7 +58,7 @@ if [[ $tests -ne 0 || $fuzz -ne 0 ]]; then
     grep -E -A4 '^(FAIL|ERROR): |^[A-Za-z]*Error: ' build/asan/Testing/Temporary/LastTest.log \
       | cut -c1-600 | tail -n 60 || true
   fi
-  [[ $fuzz -ne 0 ]] && echo "test.sh: fuzzing FAILED (exit $fuzz)"
+  [[ $fuzz -ne 0 ]] && echo "test.sh: fuzzing FAILED (exit $fuzz; log: build/fuzz.log)"
   if [[ -d build/asan/test-artifacts ]]; then
     echo "test.sh: logs and captures of the failed tests: $PWD/build/asan/test-artifacts"
     ls -1 build/asan/test-artifacts
