@@ -33,8 +33,12 @@ cmake --build build/release -j "$jobs" --target qs_delay_line censord
 
 echo "== fuzz build and fuzzing, in the background at idle priority (log: build/fuzz.log)"
 mkdir -p build
-# Its own process group (setsid), so that a run cut short takes the fuzzers with it.
-setsid nice -n 19 ionice -c 3 scripts/fuzz.sh "${QS_FUZZ_SECONDS:-20}" >build/fuzz.log 2>&1 &
+# Its own session and process group (setsid), so that a run cut short takes the fuzzers
+# with it. A new session is a new scheduler autogroup, which the kernel weighs against the
+# tests' as an equal whatever the nice value inside it: the autogroup is niced too.
+setsid bash -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null
+                exec nice -n 19 ionice -c 3 scripts/fuzz.sh "$1"' fuzz "${QS_FUZZ_SECONDS:-20}" \
+  >build/fuzz.log 2>&1 &
 fuzz_pid=$!
 trap 'kill -- -"$fuzz_pid" 2>/dev/null || true' EXIT
 
