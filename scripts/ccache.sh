@@ -4,7 +4,9 @@
 # working directory), so that another clone of the same tree hits the same objects. The
 # launcher is exported too, for CMake builds that the tests configure themselves (the
 # package test's dpkg-buildpackage, in a copy under the build directory); the cache's
-# directory is named, because debhelper gives its builds a HOME of their own.
+# directory is named, because debhelper gives its builds a HOME of their own. An object
+# taken from the cache keeps the debug info of the clone that compiled it first: source
+# lines resolve (the paths are relative), a debugger's source lookup may need `directory`.
 qs_launcher=()
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
