@@ -176,6 +176,11 @@ void RoutedPath::on_devices_checked() {
   if (!guard_) return;
   for (const auto& dev : native_devices(options_.channel_interface)) {
     if (guarded_.count(dev) != 0) continue;
+    // Its DNS rule first: a resolver's socket that names the device finds a route.
+    if (auto added = ctx_.routing.add_bound_device(dev); !added) {
+      spdlog::error("ip rule for DNS through new device {}: {}", dev, added.error().message);
+    }
+    ctx_.routing_spec.bound_devices = ctx_.routing.spec().bound_devices;
     if (auto w = guard_->attach(dev); !w) {
       ++stats_.guard_failures;
       spdlog::error("native guard on new device {}: {}", dev, w.error().message);
@@ -494,6 +499,7 @@ common::Outcome RoutedPath::start() {
                    d.channel_interface, synced.error().message);
     }
   }
+  routing.bound_devices = native_devices(d.channel_interface);
   if (auto why = ctx_.routing.install(routing); !why) {
     return common::Failure("ip rule: " + why.error().message);
   }

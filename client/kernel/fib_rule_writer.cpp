@@ -92,11 +92,11 @@ std::optional<FibRule> parse_rule_command(const std::vector<std::string>& args) 
           !parse_u32(value.substr(slash + 1), &r.fwmask, 16) || r.fwmask == 0) {
         return std::nullopt;
       }
-    } else if (word == "iif") {
+    } else if (word == "iif" || word == "oif") {
       if (value.empty() || value.size() >= IFNAMSIZ || value.find('/') != std::string::npos) {
         return std::nullopt;
       }
-      r.iif = value;
+      (word == "iif" ? r.iif : r.oif) = value;
     } else if (word == "to") {
       const auto slash = value.find('/');
       const std::string addr = value.substr(0, slash);
@@ -162,6 +162,7 @@ int FibRuleWriter::request(std::uint16_t type, std::uint16_t flags, const FibRul
     mnl_attr_put_u32(nlh, FRA_FWMASK, rule.fwmask);
   }
   if (!rule.iif.empty()) mnl_attr_put_strz(nlh, FRA_IIFNAME, rule.iif.c_str());
+  if (!rule.oif.empty()) mnl_attr_put_strz(nlh, FRA_OIFNAME, rule.oif.c_str());
   if (rule.ip_proto != 0) mnl_attr_put_u8(nlh, FRA_IP_PROTO, rule.ip_proto);
   if (rule.sport != 0) {
     const fib_rule_port_range r{rule.sport, rule.sport};

@@ -34,10 +34,11 @@ struct FibRule {
   std::uint32_t fwmark = 0;   // `fwmark fwmark/fwmask` when fwmask is not 0
   std::uint32_t fwmask = 0;
   std::string iif;            // `iif NAME` when not empty (`lo`: locally sent packets)
+  std::string oif;            // `oif NAME` when not empty (a lookup through that device only)
 };
 
 // The rule that an `ip -4|-6 rule add ...` argument list of routing.hpp's adds (the words
-// those lists use: fwmark M/MASK, iif NAME, to ADDR[/LEN], ipproto udp|tcp, dport N, lookup main|N,
+// those lists use: fwmark M/MASK, iif NAME, oif NAME, to ADDR[/LEN], ipproto udp|tcp, dport N, lookup main|N,
 // unreachable, priority N), so that it can be written over netlink. nullopt: another word
 // or a value that does not parse.
 std::optional<FibRule> parse_rule_command(const std::vector<std::string>& args);

@@ -1,5 +1,6 @@
 #include "client/kernel/routing.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -108,8 +109,14 @@ std::vector<std::vector<std::string>> routed_routing_commands(const RoutingSpec&
       }
       prio += 3;
     }
-    // The channel's own packets never enter it.
+    // The channel's own packets never enter it; DNS looked up through a native device only
+    // (bound_devices) finds its route in main, and the route chain re-routes it.
     for (const auto& a : *exempt) rule({"to", a}, To::main, prio);
+    if (s.dns_to_channel && !s.channel_local) {
+      for (const auto& dev : s.bound_devices) {
+        rule({"ipproto", "udp", "dport", "53", "oif", dev}, To::main, prio);
+      }
+    }
     ++prio;
     // DNS, before the native prefixes: a LAN resolver forwards names to the ISP.
     for (const char* proto : {"udp", "tcp"}) {
@@ -220,6 +227,13 @@ common::Outcome InstalledRouting::restore_rules() {
   }
   if (why.empty()) return {};
   return common::Failure(why);
+}
+
+common::Outcome InstalledRouting::add_bound_device(const std::string& device) {
+  auto& devices = spec_.bound_devices;
+  if (std::find(devices.begin(), devices.end(), device) != devices.end()) return {};
+  devices.push_back(device);
+  return restore_rules();
 }
 
 void InstalledRouting::remove() {

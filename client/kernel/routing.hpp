@@ -49,6 +49,15 @@ struct RoutingSpec {
   bool tcp_to_channel = true;
   std::vector<std::string> exempt_v4, exempt_v6;  // the channel's endpoints: main
   std::vector<std::string> native_v4, native_v6;  // native_prefixes: main (not DNS)
+  // The routed path's native devices (with dns_to_channel, a device channel). A socket that
+  // names one (IP_UNICAST_IF: systemd-resolved's sockets to a link's DNS servers;
+  // SO_BINDTODEVICE) has its route looked up through that device only, and the channel's
+  // table has no route there: IPv6 then refuses the query at connect() (ENETUNREACH; IPv4
+  // assumes the server on the named link). So UDP DNS looked up through one of them takes
+  // main (`ipproto udp dport 53 oif DEV lookup main`, with the exempt rules): the nft route
+  // chain then routes the query again by the channel mark, which leaves the device out (a
+  // socket bound to the device keeps it, and its query meets the guard).
+  std::vector<std::string> bound_devices;
   // The channel route's source address per family (empty: that family has no channel
   // route, so its channel packets meet `unreachable`).
   std::string source_v4, source_v6;
@@ -112,6 +121,9 @@ class InstalledRouting {
   // are not touched. Failure: the first failing command and its output (the others are
   // still tried).
   common::Outcome restore_rules();
+  // Adds a native device that appeared to the installed spec's bound_devices, and its rules
+  // (none where the spec has none). Failure: as restore_rules.
+  common::Outcome add_bound_device(const std::string& device);
   void remove();
   bool installed() const { return installed_; }
   const RoutingSpec& spec() const { return spec_; }

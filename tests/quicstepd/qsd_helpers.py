@@ -170,13 +170,14 @@ class ResolverLab:
 
     def bound_lookups(self):
         """blocked.test from sockets that name the client's native interface (BOUND_QUERY):
-        IP_UNICAST_IF over UDP (v4, v6) and TCP (v4), SO_BINDTODEVICE over UDP (v4)."""
+        IP_UNICAST_IF over UDP (v4, v6) and TCP (v4), SO_BINDTODEVICE over UDP (v4, v6)."""
         native_if = self.lab["client"]["native"]["interface"]
         out = {}
         for name, server, mode, proto in (("unicast_if udp v4", self.isp[0], "unicast_if", "udp"),
                                           ("unicast_if udp v6", self.isp[1], "unicast_if", "udp"),
                                           ("unicast_if tcp v4", self.isp[0], "unicast_if", "tcp"),
-                                          ("bind udp v4", self.isp[0], "bind", "udp")):
+                                          ("bind udp v4", self.isp[0], "bind", "udp"),
+                                          ("bind udp v6", self.isp[1], "bind", "udp")):
             out[name] = lab_helpers.in_host(self.lab, "client", "python3", "-c", BOUND_QUERY,
                                             server, native_if, mode, proto, check=False,
                                             timeout=30).stdout.strip()

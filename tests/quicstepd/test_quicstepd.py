@@ -1074,6 +1074,13 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
             self.assertEqual(guarded, before + 2, "a new device was not guarded")
         print(f"\n[new devices] guarded after {took} ms")
         self.assertLess(max(took), 400, f"guarded only by the periodic check: {took} ms")
+        # Each also got its DNS rule (a resolver's socket that names it finds a route).
+        for fam in ("-4", "-6"):
+            rules = subprocess.run(["ip", "netns", "exec", self.client_ns, "ip", fam, "rule"],
+                                   capture_output=True, text=True, check=True).stdout
+            for n in range(3):
+                self.assertRegex(rules, rf"oif qsd-new{n} ipproto udp dport 53 lookup main",
+                                 f"no DNS rule for qsd-new{n} ({fam})")
 
     def test_14_auto_takes_the_queue_path_when_routed_cannot_start(self):
         """The default native path ("auto") is routed; where the routed path cannot start
@@ -1713,18 +1720,18 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.assertGreaterEqual(st["channel"]["dns_redirected"], 7)
         dns.assert_channel_capture(self, cpk, tunnel)
         # systemd-resolved's sockets to a link's servers name the native interface
-        # (IP_UNICAST_IF, which only UDP heeds): their IPv4 queries go through the channel
-        # too (the routed path routes them again). IPv6 finds no route at connect() on the routed path (its DNS
-        # rule ends in `unreachable`, and IPv6, unlike IPv4, does not then assume the server
-        # on the named link), so resolved goes on to its IPv4 servers. A socket bound to the
-        # device (SO_BINDTODEVICE) gets no answer. None leaks (the native capture above).
+        # (IP_UNICAST_IF, which only UDP heeds): their queries go through the channel too, in
+        # both families (the routed path: a rule gives DNS looked up through a native device
+        # main's route, else IPv6 refused it at connect(), and the route chain routes it again
+        # into the channel). A socket bound to the device (SO_BINDTODEVICE) gets no answer.
+        # None leaks (the native capture above).
         print(f"[dns] sockets that name the native interface: {bound}")
         t = dns.truth
         self.assertEqual(bound["unicast_if udp v4"], t["v4"])
         self.assertEqual(bound["unicast_if tcp v4"], t["v4"])
-        self.assertIn(bound["unicast_if udp v6"], (t["v6"], "error: [Errno 101] Network is "
-                                                          "unreachable") if ROUTED else (t["v6"],))
+        self.assertEqual(bound["unicast_if udp v6"], t["v6"])
         self.assertTrue(bound["bind udp v4"].startswith("error"), bound)
+        self.assertTrue(bound["bind udp v6"].startswith("error"), bound)
         # Without the redirect: the query reaches the ISP's resolver through the channel.
         d = self.start_daemon(config("channel_dns = []\n"))
         without = dns.dig(dns.isp[0], "blocked.test", "A")

@@ -324,6 +324,7 @@ class TunEnginePaths(base.TunEngineLab):
             self.assertEqual(bound[name], dns.truth["v4"], bound)
         self.assertEqual(bound["unicast_if udp v6"], dns.truth["v6"], bound)
         self.assertTrue(bound["bind udp v4"].startswith("error"), bound)
+        self.assertTrue(bound["bind udp v6"].startswith("error"), bound)
         self.assertGreaterEqual(st["channel"]["dns_sources_renamed"], 2)
         self.assertGreaterEqual(st["channel"]["dns_answers_to_source"], 2)
         rerouted, dropped = [int(line.split()[1]) for line in counters.splitlines()

@@ -116,6 +116,7 @@ TEST(ParseRuleCommand, EveryGeneratedRuleParses) {
   routed.native_v4 = {"192.168.0.0/16"};
   routed.native_v6 = {"fd00::/8"};
   routed.quic_ports = {443, 8443};
+  routed.bound_devices = {"eth0", "wlan0"};
   RoutingSpec marked = routed;  // a device channel's
   marked.quic_channel_mark = 0x51;
   int rules = 0;
@@ -127,9 +128,15 @@ TEST(ParseRuleCommand, EveryGeneratedRuleParses) {
       EXPECT_TRUE(parse_rule_command(cmd).has_value()) << net::describe(cmd, {});
     }
   }
-  // Per family: the native flows' fwmark rule, exempt, DNS, native prefix, TCP, QUIC; marked:
-  // the channel mark's two and the host's own QUIC per port before them.
-  EXPECT_EQ(rules, 8 + 2 * (1 + 1 + 4 + 1 + 2 + 4) + 2 * (1 + 2 + 2 + 1 + 4 + 1 + 2 + 4));
+  // Per family: the native flows' fwmark rule, exempt, DNS through each bound device, DNS,
+  // native prefix, TCP, QUIC; marked: the channel mark's two and the host's own QUIC per port
+  // before them.
+  EXPECT_EQ(rules, 8 + 2 * (1 + 1 + 2 + 4 + 1 + 2 + 4) + 2 * (1 + 2 + 2 + 1 + 2 + 4 + 1 + 2 + 4));
+  auto bound = parse_rule_command({"ip", "-6", "rule", "add", "ipproto", "udp", "dport", "53",
+                                   "oif", "wlan0", "lookup", "main", "priority", "10122"});
+  ASSERT_TRUE(bound);
+  EXPECT_EQ(bound->oif, "wlan0");
+  EXPECT_EQ(bound->dport, 53);
   auto own = parse_rule_command({"ip", "-6", "rule", "add", "iif", "lo", "ipproto", "udp",
                                  "dport", "443", "lookup", "main", "priority", "10123"});
   ASSERT_TRUE(own);
@@ -158,7 +165,8 @@ TEST(ParseRuleCommand, EveryGeneratedRuleParses) {
            {"ip", "-4", "rule", "add", "lookup", "main"},                         // no priority
            {"ip", "-4", "rule", "add", "priority", "5"},                          // no action
            {"ip", "-4", "rule", "add", "iif", "a/b", "lookup", "main", "priority", "5"},
-           {"ip", "-4", "rule", "add", "oif", "lo", "lookup", "main", "priority", "5"},
+           {"ip", "-4", "rule", "add", "oif", "", "lookup", "main", "priority", "5"},
+           {"ip", "-4", "rule", "add", "sport", "5", "lookup", "main", "priority", "5"},
            {"ip", "-4", "rule", "add", "dport", "70000", "unreachable", "priority", "5"},
            {"ip", "-4", "rule", "add", "to", "2001:db8::1", "unreachable", "priority", "5"},
            {"ip", "-4", "rule", "add", "to", "10.0.0.0/33", "unreachable", "priority", "5"},
@@ -181,6 +189,7 @@ TEST(ParseRuleCommand, NetlinkRulesEqualTheCommands) {
               routed.exempt_v6 = {"2001:db8:5::1"};
               routed.native_v4 = {"192.168.0.0/16"};
               routed.native_v6 = {"fd00::/8"};
+              routed.bound_devices = {"lo", "qs-absent0"};  // one not there: detached
               RoutingSpec marked = routed;  // a device channel's, at other priorities
               marked.quic_channel_mark = 0x51;
               marked.priority = 10140;

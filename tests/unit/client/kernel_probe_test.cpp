@@ -3,10 +3,16 @@
 // missing, and restore_rules puts back exactly the missing rules.
 #include "client/kernel/kernel_probe.hpp"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>  // before the kernel's headers (libc-compat)
 #include <linux/netfilter.h>
 #include <net/if.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <string>
 #include <utility>
@@ -92,6 +98,65 @@ TEST(KernelProbe, RulesAndRoutesSeenAfterFlushRestored) {
               if (p.has_default_route(IpFamily::v4, 51820, ifindex) != false) return "wrong table";
               if (auto e = run({"ip", "link", "set", "qsp0", "down"}); !e.empty()) return e;
               if (p.has_default_route(IpFamily::v4, 51821, ifindex) != false) return "route stays";
+              return "";
+            }),
+            "");
+}
+
+// A socket that names a native device (IPV6_UNICAST_IF, as systemd-resolved's to a link's DNS
+// servers) is refused DNS at connect() by the routed rules alone (the channel's table has no
+// route through that device); a bound device's rule, added while the daemon runs as when the
+// device appears, gives it main's route (the nft route chain then routes it into the channel).
+TEST(KernelProbe, DnsThroughANamedDeviceFindsARouteOnceItsDeviceIsBound) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
+  EXPECT_EQ(in_private_netns([]() -> std::string {
+              for (const auto& cmd : std::vector<std::vector<std::string>>{
+                       {"ip", "link", "add", "qsp0", "type", "veth", "peer", "name", "qsp1"},
+                       {"ip", "link", "set", "qsp1", "up"},
+                       {"ip", "link", "set", "qsp0", "up"},
+                       {"ip", "-6", "addr", "add", "2001:db8:7::2/64", "dev", "qsp0", "nodad"},
+                       {"ip", "-6", "route", "add", "default", "via", "2001:db8:7::1", "dev",
+                        "qsp0"}}) {
+                if (auto e = run(cmd); !e.empty()) return e;
+              }
+              RoutingSpec spec;
+              spec.routed = true;
+              spec.channel_interface = "qs-absent0";
+              InstalledRouting routing;
+              if (auto done = routing.install(spec); !done) return done.error().message;
+              const unsigned qsp0 = if_nametoindex("qsp0");
+              auto connect_errno = [&] {
+                const int fd = ::socket(AF_INET6, SOCK_DGRAM, 0);
+                const std::uint32_t index = htonl(qsp0);
+                ::setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_IF, &index, sizeof index);
+                sockaddr_in6 to{};
+                to.sin6_family = AF_INET6;
+                to.sin6_port = htons(53);
+                inet_pton(AF_INET6, "2001:db8:9::53", &to.sin6_addr);
+                const int e = ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0
+                                  ? 0 : errno;
+                ::close(fd);
+                return e;
+              };
+              if (const int e = connect_errno(); e != ENETUNREACH) {
+                return std::string("unbound: ") + std::strerror(e);
+              }
+              if (auto added = routing.add_bound_device("qsp0"); !added) {
+                return added.error().message;
+              }
+              if (auto again = routing.add_bound_device("qsp0"); !again) return "twice";
+              if (routing.spec().bound_devices != std::vector<std::string>{"qsp0"}) {
+                return "spec has " + std::to_string(routing.spec().bound_devices.size());
+              }
+              if (const int e = connect_errno(); e != 0) {
+                return std::string("bound: ") + std::strerror(e);
+              }
+              // Removed with the rest (any number at its priority).
+              routing.remove();
+              auto listed = net::run_process({"ip", "-6", "rule", "show"});
+              if (!listed.ok() || listed.output.find("qsp0") != std::string::npos) {
+                return "left behind: " + listed.output;
+              }
               return "";
             }),
             "");
