@@ -11,6 +11,7 @@
 #include "client/daemon/specs.hpp"
 #include "client/kernel/nft_rules.hpp"
 #include "client/kernel/routing.hpp"
+#include "net/namespace_lock.hpp"
 #include "quicstep_version.hpp"
 
 int main(int argc, char** argv) {
@@ -52,6 +53,16 @@ int main(int argc, char** argv) {
     for (const auto& e : load.errors) std::cerr << e.to_string() << "\n";
     std::cerr << "quicstepd: bad config, nothing installed\n";
     return 2;
+  }
+  // One quicstepd per network namespace (net/namespace_lock.hpp): a second one's start, or
+  // its --cleanup, would take the running one's rules away under it.
+  const auto lock = quicstep::net::NamespaceLock::acquire("quicstep/quicstepd");
+  if (!lock) {
+    std::cerr << "quicstepd: another quicstepd runs in this network namespace ("
+              << lock.error().message << "); "
+              << (cleanup ? "it removes what it installed when it stops; nothing removed\n"
+                          : "stop it first; nothing installed\n");
+    return 1;
   }
   if (cleanup) {
     if (auto removed = cleanup_everything(load.config); !removed) {

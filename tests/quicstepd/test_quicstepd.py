@@ -1082,6 +1082,48 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
                 self.assertRegex(rules, rf"oif qsd-new{n} ipproto udp dport 53 lookup main",
                                  f"no DNS rule for qsd-new{n} ({fam})")
 
+    def test_13b_a_second_daemon_leaves_the_running_one_alone(self):
+        """A second quicstepd in the same network namespace (started by hand beside the
+        service), and a --cleanup while one runs, are refused: exit 1, the running daemon's pid
+        named, nothing of its rules, guard or control socket touched (its start would have
+        removed them as a crash's leftovers, and DNS would have met no rule until the first
+        healed). The first goes on: a fetch still moves native with no leak."""
+        cn, native, cp, channel = self.captures("second")
+        d = self.start_daemon()
+
+        def rules():
+            return [subprocess.run(["ip", "netns", "exec", self.client_ns, "ip", fam, "rule"],
+                                   capture_output=True, text=True, check=True).stdout
+                    for fam in ("-4", "-6")], h.kernel_state(self.client_ns)
+        before = rules()
+        other_sock = os.path.join(self.work, "second.sock")
+        for what, extra in (("start", ["--control", other_sock]), ("cleanup", ["--cleanup"])):
+            t0 = time.time()
+            res = lab_helpers.in_host(self.lab, "client", h.QSD, "--config", self.config, *extra,
+                                      check=False, timeout=30)
+            took = time.time() - t0
+            print(f"\n[second daemon, {what}] exit {res.returncode} after {took:.1f} s: "
+                  f"{res.stderr.strip()}")
+            self.assertEqual(res.returncode, 1, res.stdout + res.stderr)
+            self.assertIn(f"another quicstepd runs in this network namespace (held by pid "
+                          f"{d.pid})", res.stderr)
+            self.assertEqual(rules(), before, f"the {what} touched the rules")
+            if ROUTED:
+                self.assertTrue(h.guard_pinned(), f"the {what} removed the guard")
+            self.assertIsNone(d.poll(), "the running daemon died")
+        self.assertFalse(os.path.exists(other_sock))
+        self.status()  # its control socket still answers
+        self.fetch(self.srv_v4, "after-second")
+        self.stop_captures(cn, cp)
+        self.assert_clean_exit(d)
+        npk, cpk = self.read_captures(native, channel)  # no leak
+        _, _, share = self.native_share(npk, cpk, self.srv_v4)
+        self.assertGreater(share, 0.95, "the fetch did not move native")
+        # Once it stopped, --cleanup runs.
+        res = lab_helpers.in_host(self.lab, "client", h.QSD, "--cleanup", "--config",
+                                  self.config, check=False, timeout=60)
+        self.assertEqual(res.returncode, 0, res.stderr)
+
     def test_14_auto_takes_the_queue_path_when_routed_cannot_start(self):
         """The default native path ("auto") is routed; where the routed path cannot start
         (here: its pin directory is not on a BPF filesystem, as on a machine without BPF)

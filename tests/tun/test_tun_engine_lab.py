@@ -252,6 +252,29 @@ class TunEngineLab(artifacts.KeepOnFailure, unittest.TestCase):
         self.read_captures((cn, cp), native, channel)
         return engine
 
+    def test_1b_a_second_engine_leaves_the_running_one_alone(self):
+        """A second quicstep-tun in the same network namespace, and a --cleanup while one runs,
+        are refused (exit 1, the running engine's pid named): the second would have taken
+        the running engine's TUN, routes and rules for a dead engine's. The first goes on
+        answering DNS through its channel."""
+        engine = self.start_engine()
+        before = self.tun_state()
+        other_sock = os.path.join(self.work, "second.sock")
+        for what, extra in (("start", ["--wg-config", self.wg_conf, "--control-socket",
+                                       other_sock]), ("cleanup", ["--cleanup"])):
+            res = subprocess.run(["ip", "netns", "exec", self.ns, binaries.path("quicstep-tun"),
+                                  "--tun", TUN, *extra], capture_output=True, text=True,
+                                 timeout=30)
+            print(f"\n[second engine, {what}] exit {res.returncode}: {res.stderr.strip()}")
+            self.assertEqual(res.returncode, 1, res.stdout + res.stderr)
+            self.assertIn(f"another quicstep-tun runs in this network namespace (held by pid "
+                          f"{engine.pid})", res.stderr)
+            self.assertEqual(self.tun_state(), before, f"the {what} touched the engine's state")
+            self.assertIsNone(engine.poll(), "the running engine died")
+        self.assertFalse(os.path.exists(other_sock))
+        self.assertNotEqual(self.dig(), "", "no DNS through the running engine")
+        self.assertEqual(self.procs.stop(engine, sig=signal.SIGTERM, timeout=15), 0)
+
     def test_2_kill9_helper_mid_transfer_engine_restarts_it(self):
         def helper_pid(engine):
             children = [pid for pid in os.listdir("/proc") if pid.isdigit()

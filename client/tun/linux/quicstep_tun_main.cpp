@@ -38,6 +38,7 @@
 #include "client/tun/linux/tun_fast_path.hpp"
 #include "client/tun/linux/tun_healing.hpp"
 #include "client/tun/linux/tun_routes.hpp"
+#include "net/namespace_lock.hpp"
 #include "client/tun/wg_quick_uapi.hpp"
 #include "quicstep_version.hpp"
 
@@ -204,6 +205,16 @@ int main(int argc, char** argv) {
     if (app.count("--control-socket") == 0) o.control = t.control_socket;
     if (app.count("--no-offload") == 0) o.no_offload = !t.offload;
     if (app.count("--no-fast-path") == 0) o.no_fast_path = !t.fast_path;
+  }
+  // One engine per network namespace (net/namespace_lock.hpp): a second one would take the
+  // running one's TUN, routes and rules for a dead engine's, and its --cleanup remove them.
+  const auto lock = quicstep::net::NamespaceLock::acquire("quicstep/quicstep-tun");
+  if (!lock) {
+    std::fprintf(stderr, "quicstep-tun: another quicstep-tun runs in this network namespace "
+                         "(%s); %s\n", lock.error().message.c_str(),
+                 o.cleanup ? "it removes what it installed when it stops; nothing removed"
+                           : "stop it first; nothing installed");
+    return 1;
   }
   if (o.cleanup) return cleanup(o);
   if (o.wg_config.empty()) {
