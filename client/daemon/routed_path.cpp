@@ -174,7 +174,20 @@ common::Outcome RoutedPath::sync_channel_source(const kernel::RulesetSpec& spec)
 
 void RoutedPath::on_devices_checked() {
   if (!guard_) return;
-  for (const auto& dev : native_devices(options_.channel_interface)) {
+  const std::vector<std::string> devices = native_devices(options_.channel_interface);
+  // Devices that went: their DNS rules go, and one that comes back is new again. (No list
+  // at all is a failed listing, not every device gone.)
+  for (const auto& dev : std::vector<std::string>(ctx_.routing.spec().bound_devices)) {
+    if (devices.empty() || std::find(devices.begin(), devices.end(), dev) != devices.end()) {
+      continue;
+    }
+    if (auto removed = ctx_.routing.remove_bound_device(dev); !removed) {
+      spdlog::warn("device {} went: {}", dev, removed.error().message);
+    }
+    guarded_.erase(dev);
+  }
+  ctx_.routing_spec.bound_devices = ctx_.routing.spec().bound_devices;
+  for (const auto& dev : devices) {
     if (guarded_.count(dev) != 0) continue;
     // Its DNS rule first: a resolver's socket that names the device finds a route.
     if (auto added = ctx_.routing.add_bound_device(dev); !added) {

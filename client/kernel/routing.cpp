@@ -236,6 +236,32 @@ common::Outcome InstalledRouting::add_bound_device(const std::string& device) {
   return restore_rules();
 }
 
+common::Outcome InstalledRouting::remove_bound_device(const std::string& device) {
+  auto& devices = spec_.bound_devices;
+  const auto it = std::find(devices.begin(), devices.end(), device);
+  if (it == devices.end()) return {};
+  std::vector<FibRule> rules;
+  if (installed_ && spec_.routed) {
+    for (const auto& cmd : routed_routing_commands(spec_)) {
+      const auto oif = std::find(cmd.begin(), cmd.end(), "oif");
+      if (cmd[2] != "rule" || oif == cmd.end() || oif + 1 == cmd.end() || *(oif + 1) != device) {
+        continue;
+      }
+      if (auto rule = parse_rule_command(cmd)) rules.push_back(*rule);
+    }
+  }
+  devices.erase(it);
+  if (rules.empty()) return {};
+  FibRuleWriter writer;
+  if (auto opened = writer.open(); !opened) return opened;
+  for (const auto& rule : rules) {
+    if (const int err = writer.remove(rule); err != 0 && err != ENOENT) {
+      return common::Failure("ip rule del oif " + device + ": " + std::strerror(err));
+    }
+  }
+  return {};
+}
+
 void InstalledRouting::remove() {
   if (!installed_) return;
   installed_ = false;

@@ -124,6 +124,10 @@ class InstalledRouting {
   // Adds a native device that appeared to the installed spec's bound_devices, and its rules
   // (none where the spec has none). Failure: as restore_rules.
   common::Outcome add_bound_device(const std::string& device);
+  // Takes a device that went away out of bound_devices, and its rules (a host whose devices
+  // come and go, a container's veth each, would otherwise gather rules that every route
+  // lookup walks). Failure: a rule the kernel would not delete.
+  common::Outcome remove_bound_device(const std::string& device);
   void remove();
   bool installed() const { return installed_; }
   const RoutingSpec& spec() const { return spec_; }

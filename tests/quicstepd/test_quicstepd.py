@@ -6,6 +6,7 @@ interface the handshake, and as many channel bytes as quicstepctl reports (2%). 
 mid-transfer (no leak; new connections go through the channel), --cleanup, restart, a bad
 config (exit 2, nothing installed), IPv6 end to end."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -1074,13 +1075,23 @@ class QuicstepdLab(artifacts.KeepOnFailure, unittest.TestCase):
             self.assertEqual(guarded, before + 2, "a new device was not guarded")
         print(f"\n[new devices] guarded after {took} ms")
         self.assertLess(max(took), 400, f"guarded only by the periodic check: {took} ms")
-        # Each also got its DNS rule (a resolver's socket that names it finds a route).
-        for fam in ("-4", "-6"):
-            rules = subprocess.run(["ip", "netns", "exec", self.client_ns, "ip", fam, "rule"],
-                                   capture_output=True, text=True, check=True).stdout
-            for n in range(3):
-                self.assertRegex(rules, rf"oif qsd-new{n} ipproto udp dport 53 lookup main",
-                                 f"no DNS rule for qsd-new{n} ({fam})")
+        # Each also got its DNS rule (a resolver's socket that names it finds a route), and
+        # a device that goes takes its rule with it (a container's veth each would gather).
+        def rules():
+            return "".join(subprocess.run(["ip", "netns", "exec", self.client_ns, "ip", fam,
+                                           "rule"], capture_output=True, text=True,
+                                          check=True).stdout for fam in ("-4", "-6"))
+        for n in range(3):
+            self.assertEqual(len(re.findall(rf"oif qsd-new{n} ipproto udp dport 53 lookup main",
+                                            rules())), 2, f"no DNS rules for qsd-new{n}")
+        subprocess.run(["ip", "netns", "exec", self.client_ns, "ip", "link", "del", "qsd-new0"],
+                       check=True)
+        t0 = time.time()
+        while "qsd-new0" in rules() and time.time() - t0 < 3:
+            time.sleep(0.05)
+        self.assertNotIn("qsd-new0", rules(), "a device that went kept its DNS rules")
+        self.assertNotIn("qsd-peer0", rules())
+        self.assertIn("oif qsd-new1 ", rules())
 
     def test_13b_a_second_daemon_leaves_the_running_one_alone(self):
         """A second quicstepd in the same network namespace (started by hand beside the

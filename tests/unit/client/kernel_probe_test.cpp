@@ -151,6 +151,17 @@ TEST(KernelProbe, DnsThroughANamedDeviceFindsARouteOnceItsDeviceIsBound) {
               if (const int e = connect_errno(); e != 0) {
                 return std::string("bound: ") + std::strerror(e);
               }
+              // A device that went takes its rule with it; back, it is added again.
+              if (auto removed = routing.remove_bound_device("qsp0"); !removed) {
+                return removed.error().message;
+              }
+              if (!routing.spec().bound_devices.empty()) return "still in the spec";
+              if (const int e = connect_errno(); e != ENETUNREACH) {
+                return std::string("unbound again: ") + std::strerror(e);
+              }
+              if (auto added = routing.add_bound_device("qsp0"); !added) {
+                return added.error().message;
+              }
               // Removed with the rest (any number at its priority).
               routing.remove();
               auto listed = net::run_process({"ip", "-6", "rule", "show"});
