@@ -34,6 +34,7 @@ FETCHES = int(os.environ.get("CENSOR_FETCHES", "50"))  # Chromium's; gtlsclient 
 class TunEnginePaths(base.TunEngineLab):
     # The happy path's tests are test_tun_engine_lab's; this class reuses its lab only.
     test_1_fetch_v4_and_v6_handshakes_through_the_channel_data_native = None
+    test_1b_a_second_engine_leaves_the_running_one_alone = None
     test_2_kill9_helper_mid_transfer_engine_restarts_it = None
     test_3_kill9_engine_mid_transfer_blocks_then_restarts = None
     test_4_a_family_without_a_tunnel_address_is_blocked_not_native = None
