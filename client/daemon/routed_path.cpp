@@ -186,14 +186,12 @@ void RoutedPath::on_devices_checked() {
     }
     guarded_.erase(dev);
   }
-  ctx_.routing_spec.bound_devices = ctx_.routing.spec().bound_devices;
   for (const auto& dev : devices) {
     if (guarded_.count(dev) != 0) continue;
     // Its DNS rule first: a resolver's socket that names the device finds a route.
     if (auto added = ctx_.routing.add_bound_device(dev); !added) {
       spdlog::error("ip rule for DNS through new device {}: {}", dev, added.error().message);
     }
-    ctx_.routing_spec.bound_devices = ctx_.routing.spec().bound_devices;
     if (auto w = guard_->attach(dev); !w) {
       ++stats_.guard_failures;
       spdlog::error("native guard on new device {}: {}", dev, w.error().message);

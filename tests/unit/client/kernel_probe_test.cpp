@@ -32,6 +32,20 @@ std::string run(const std::vector<std::string>& cmd) {
   return r.ok() ? "" : net::describe(cmd, r);
 }
 
+// Runs the commands in order; the first failure's description, or "".
+std::string run_all(const std::vector<std::vector<std::string>>& cmds) {
+  for (const auto& cmd : cmds) {
+    if (auto e = run(cmd); !e.empty()) return e;
+  }
+  return "";
+}
+
+// qsp0, up, with its peer qsp1 up: the device the tests give addresses and routes.
+const std::vector<std::vector<std::string>> kVethPair = {
+    {"ip", "link", "add", "qsp0", "type", "veth", "peer", "name", "qsp1"},
+    {"ip", "link", "set", "qsp1", "up"},
+    {"ip", "link", "set", "qsp0", "up"}};
+
 TEST(KernelProbe, NftTablesSeenAndMissing) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([]() -> std::string {
@@ -51,12 +65,7 @@ TEST(KernelProbe, NftTablesSeenAndMissing) {
 TEST(KernelProbe, RulesAndRoutesSeenAfterFlushRestored) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([]() -> std::string {
-              if (auto e = run({"ip", "link", "add", "qsp0", "type", "veth", "peer", "name", "qsp1"});
-                  !e.empty()) {
-                return e;
-              }
-              if (auto e = run({"ip", "link", "set", "qsp1", "up"}); !e.empty()) return e;
-              if (auto e = run({"ip", "link", "set", "qsp0", "up"}); !e.empty()) return e;
+              if (auto e = run_all(kVethPair); !e.empty()) return e;
               const unsigned ifindex = if_nametoindex("qsp0");
               RoutingSpec spec;
               spec.routed = true;
@@ -110,14 +119,13 @@ TEST(KernelProbe, RulesAndRoutesSeenAfterFlushRestored) {
 TEST(KernelProbe, DnsThroughANamedDeviceFindsARouteOnceItsDeviceIsBound) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([]() -> std::string {
-              for (const auto& cmd : std::vector<std::vector<std::string>>{
-                       {"ip", "link", "add", "qsp0", "type", "veth", "peer", "name", "qsp1"},
-                       {"ip", "link", "set", "qsp1", "up"},
-                       {"ip", "link", "set", "qsp0", "up"},
+              if (auto e = run_all(kVethPair); !e.empty()) return e;
+              if (auto e = run_all({
                        {"ip", "-6", "addr", "add", "2001:db8:7::2/64", "dev", "qsp0", "nodad"},
                        {"ip", "-6", "route", "add", "default", "via", "2001:db8:7::1", "dev",
-                        "qsp0"}}) {
-                if (auto e = run(cmd); !e.empty()) return e;
+                        "qsp0"}});
+                  !e.empty()) {
+                return e;
               }
               RoutingSpec spec;
               spec.routed = true;
@@ -177,14 +185,15 @@ TEST(KernelProbe, DnsThroughANamedDeviceFindsARouteOnceItsDeviceIsBound) {
 TEST(KernelProbe, NativeSourceFollowsRoutesAndAddresses) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([]() -> std::string {
-              for (const auto& cmd : std::vector<std::vector<std::string>>{
+              if (auto e = run_all({
                        {"ip", "link", "add", "qsp0", "type", "veth", "peer", "name", "qsp1"},
                        {"ip", "link", "add", "qsp2", "type", "veth", "peer", "name", "qsp3"},
                        {"ip", "link", "set", "qsp1", "up"},
                        {"ip", "link", "set", "qsp3", "up"},
                        {"ip", "link", "set", "qsp0", "up"},
-                       {"ip", "link", "set", "qsp2", "up"}}) {
-                if (auto e = run(cmd); !e.empty()) return e;
+                       {"ip", "link", "set", "qsp2", "up"}});
+                  !e.empty()) {
+                return e;
               }
               KernelProbe p;
               if (auto opened = p.open(); !opened) return opened.error().message;
@@ -248,12 +257,7 @@ TEST(KernelProbe, NativeSourceFollowsRoutesAndAddresses) {
 TEST(KernelProbe, FirstGlobalAddressOfADevice) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace)";
   EXPECT_EQ(in_private_netns([]() -> std::string {
-              for (const auto& cmd : std::vector<std::vector<std::string>>{
-                       {"ip", "link", "add", "qsp0", "type", "veth", "peer", "name", "qsp1"},
-                       {"ip", "link", "set", "qsp1", "up"},
-                       {"ip", "link", "set", "qsp0", "up"}}) {
-                if (auto e = run(cmd); !e.empty()) return e;
-              }
+              if (auto e = run_all(kVethPair); !e.empty()) return e;
               const unsigned ifindex = if_nametoindex("qsp0");
               KernelProbe p;
               if (auto opened = p.open(); !opened) return opened.error().message;
